@@ -1,0 +1,258 @@
+//! Typed parsers named by `parse:` in the catalogue's grammars. Each runs after the grammar's pattern
+//! matched, turns the text into the value adapters want, and refuses what a pattern cannot express
+//! (calendar dates, for one).
+
+use std::fmt;
+
+/// `r/rust`, `/r/rust` -> `rust`; `u/spez` -> `spez`.
+pub fn strip_slash_prefix(v: &str) -> Result<String, String> {
+    Ok(v.rsplit('/').next().unwrap_or(v).to_string())
+}
+
+/// `t3_1abc2de` -> `1abc2de`.
+pub fn strip_type_prefix(v: &str) -> Result<String, String> {
+    Ok(v.strip_prefix("t3_").unwrap_or(v).to_string())
+}
+
+/// `@alice.bsky.social` -> `alice.bsky.social`.
+pub fn strip_at(v: &str) -> Result<String, String> {
+    Ok(v.strip_prefix('@').unwrap_or(v).to_string())
+}
+
+/// `1,2,3` -> `["1", "2", "3"]`.
+pub fn id_list(v: &str) -> Result<Vec<String>, String> {
+    Ok(v.split(',').map(str::to_string).collect())
+}
+
+/// The 11-character video id out of an id, a long watch URL (`v` query parameter) or a short link.
+pub fn video_id(v: &str) -> Result<String, String> {
+    if !v.contains('/') {
+        return Ok(v.to_string());
+    }
+    if let Some(rest) = v.split_once("youtu.be/").map(|(_, r)| r) {
+        return Ok(rest.chars().take(11).collect());
+    }
+    let query = v.split_once('?').map(|(_, q)| q).unwrap_or("");
+    let query = query.split('#').next().unwrap_or("");
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("v="))
+        .map(|id| id.chars().take(11).collect())
+        .ok_or_else(|| "the watch URL has no `v` parameter".to_string())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RepoRef {
+    pub owner: String,
+    pub name: String,
+}
+
+impl fmt::Display for RepoRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.owner, self.name)
+    }
+}
+
+/// `owner/name` (the pattern already refused `.` and `..` parts).
+pub fn repo_ref(v: &str) -> Result<RepoRef, String> {
+    let (owner, name) = v.split_once('/').ok_or("expected `owner/name`")?;
+    Ok(RepoRef {
+        owner: owner.to_string(),
+        name: name.to_string(),
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IssueRef {
+    pub repo: RepoRef,
+    pub number: u64,
+}
+
+/// `owner/name/number`.
+pub fn issue_ref(v: &str) -> Result<IssueRef, String> {
+    let (repo, number) = v.rsplit_once('/').ok_or("expected `owner/name/number`")?;
+    let number = number
+        .parse::<u64>()
+        .map_err(|_| "the issue number must be digits".to_string())?;
+    Ok(IssueRef {
+        repo: repo_ref(repo)?,
+        number,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanUnit {
+    Hour,
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+impl SpanUnit {
+    /// Seconds in one unit; a month is 30 days and a year 365, as spans are approximate by nature.
+    pub fn seconds(self) -> i64 {
+        match self {
+            SpanUnit::Hour => 3_600,
+            SpanUnit::Day => 86_400,
+            SpanUnit::Week => 7 * 86_400,
+            SpanUnit::Month => 30 * 86_400,
+            SpanUnit::Year => 365 * 86_400,
+        }
+    }
+}
+
+/// A date bound (`after`, `before`): a calendar day in UTC, or a span back from now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateBound {
+    Day { year: i32, month: u32, day: u32 },
+    Ago { amount: u32, unit: SpanUnit },
+}
+
+impl Default for DateBound {
+    fn default() -> Self {
+        DateBound::Ago {
+            amount: 0,
+            unit: SpanUnit::Day,
+        }
+    }
+}
+
+impl DateBound {
+    /// The bound as unix seconds: midnight UTC of the day, or `now` minus the span.
+    pub fn to_unix(self, now: i64) -> i64 {
+        match self {
+            DateBound::Day { year, month, day } => days_from_civil(year, month, day) * 86_400,
+            DateBound::Ago { amount, unit } => now - i64::from(amount) * unit.seconds(),
+        }
+    }
+}
+
+fn is_leap(y: i32) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i32, m: u32) -> u32 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if is_leap(y) => 29,
+        2 => 28,
+        _ => 0,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+pub fn days_from_civil(y: i32, m: u32, d: u32) -> i64 {
+    let y = i64::from(if m <= 2 { y - 1 } else { y });
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `YYYY-MM-DD` (a real day, 1970 or later) or `<n><unit>` with unit h, d, w, mo, y or their words.
+pub fn date_bound(v: &str) -> Result<DateBound, String> {
+    if v.len() == 10 && v.as_bytes()[4] == b'-' && v.as_bytes()[7] == b'-' {
+        let num = |r: std::ops::Range<usize>| v.get(r).and_then(|s| s.parse::<u32>().ok());
+        let (Some(year), Some(month), Some(day)) = (num(0..4), num(5..7), num(8..10)) else {
+            return Err(format!("`{v}` is not a date of the form YYYY-MM-DD"));
+        };
+        let year = year as i32;
+        if year < 1970 {
+            return Err(format!("`{v}` is before 1970-01-01"));
+        }
+        if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+            return Err(format!("`{v}` is not a calendar date"));
+        }
+        return Ok(DateBound::Day { year, month, day });
+    }
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (amount, unit) = v.split_at(split);
+    let amount = amount
+        .parse::<u32>()
+        .map_err(|_| format!("`{v}` does not start with a number"))?;
+    let unit = match unit {
+        "h" | "hour" | "hours" => SpanUnit::Hour,
+        "d" | "day" | "days" => SpanUnit::Day,
+        "w" | "week" | "weeks" => SpanUnit::Week,
+        "mo" | "month" | "months" => SpanUnit::Month,
+        "y" | "year" | "years" => SpanUnit::Year,
+        other => return Err(format!("unknown span unit `{other}`; use h, d, w, mo or y")),
+    };
+    Ok(DateBound::Ago { amount, unit })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calendar_days() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert!(date_bound("2024-02-29").is_ok());
+        assert!(date_bound("2023-02-29").is_err());
+        assert!(date_bound("2024-04-31").is_err());
+        assert!(date_bound("1969-12-31").is_err());
+        assert_eq!(date_bound("2024-01-31").unwrap().to_unix(0), 1_706_659_200);
+    }
+
+    #[test]
+    fn spans() {
+        assert_eq!(
+            date_bound("7d").unwrap(),
+            DateBound::Ago {
+                amount: 7,
+                unit: SpanUnit::Day
+            }
+        );
+        assert_eq!(
+            date_bound("1year").unwrap(),
+            DateBound::Ago {
+                amount: 1,
+                unit: SpanUnit::Year
+            }
+        );
+        assert_eq!(
+            date_bound("30d").unwrap().to_unix(100 * 86_400),
+            70 * 86_400
+        );
+    }
+
+    #[test]
+    fn video_ids_from_urls() {
+        for v in [
+            "dQw4w9WgXcQ",
+            "https://www.youtube.com/watch?v=dQw4w9WgXcQ",
+            "https://youtube.com/watch?feature=share&v=dQw4w9WgXcQ&t=42",
+            "https://youtu.be/dQw4w9WgXcQ?t=1",
+        ] {
+            assert_eq!(video_id(v).unwrap(), "dQw4w9WgXcQ", "{v}");
+        }
+    }
+
+    #[test]
+    fn repo_and_issue_refs() {
+        assert_eq!(
+            repo_ref("rust-lang/rust").unwrap().to_string(),
+            "rust-lang/rust"
+        );
+        let i = issue_ref("a/.b/7").unwrap();
+        assert_eq!(
+            (i.repo.owner.as_str(), i.repo.name.as_str(), i.number),
+            ("a", ".b", 7)
+        );
+    }
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(strip_slash_prefix("/r/rust").unwrap(), "rust");
+        assert_eq!(strip_slash_prefix("rust").unwrap(), "rust");
+        assert_eq!(strip_type_prefix("t3_abc").unwrap(), "abc");
+        assert_eq!(strip_at("@a.b").unwrap(), "a.b");
+        assert_eq!(id_list("1,2").unwrap(), vec!["1", "2"]);
+    }
+}

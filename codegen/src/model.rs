@@ -1,0 +1,155 @@
+//! The catalogue as written in YAML (`docs/catalogue-format.md`). `check` turns it into the resolved
+//! model the emitters use; nothing here decides anything.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Catalogue {
+    pub info: Info,
+    pub limits: Limits,
+    pub errors: IndexMap<String, ErrorDef>,
+    pub platform_errors: Vec<String>,
+    pub platforms: IndexMap<String, String>,
+    #[serde(default)]
+    pub enums: IndexMap<String, Vec<String>>,
+    #[serde(default)]
+    pub grammars: IndexMap<String, Grammar>,
+    #[serde(default)]
+    pub schemas: IndexMap<String, Value>,
+    pub endpoints: IndexMap<String, Endpoint>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Info {
+    pub title: String,
+    pub version: String,
+    pub description: String,
+    pub docs_url: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    pub value_max_length: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorDef {
+    pub status: u16,
+    pub description: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grammar {
+    pub description: String,
+    pub pattern: String,
+    pub max_length: Option<u32>,
+    pub parse: Option<String>,
+    pub example: String,
+    #[serde(default)]
+    pub valid: Vec<String>,
+    #[serde(default)]
+    pub invalid: Vec<String>,
+    #[serde(default)]
+    pub invalid_by_parser: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    Get,
+    Post,
+    Delete,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Auth {
+    None,
+    ApiKey,
+    Session,
+    ApiKeyOrSession,
+    OwnerKey,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    pub method: Option<Method>,
+    pub platform: Option<String>,
+    pub credits: Option<u32>,
+    pub auth: Option<Auth>,
+    pub handler: Option<String>,
+    pub summary: String,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub params: IndexMap<String, Param>,
+    #[serde(default)]
+    pub path_params: IndexMap<String, Param>,
+    pub body: Option<IndexMap<String, Param>>,
+    #[serde(default)]
+    pub one_of: Vec<Vec<String>>,
+    pub response: Option<String>,
+    #[serde(default)]
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamType {
+    #[default]
+    String,
+    Integer,
+    Boolean,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum EnumSpec {
+    Shared(String),
+    Inline(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Str(String),
+}
+
+impl Scalar {
+    pub fn as_text(&self) -> String {
+        match self {
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Int(i) => i.to_string(),
+            Scalar::Str(s) => s.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Param {
+    #[serde(default)]
+    pub required: bool,
+    #[serde(rename = "type", default)]
+    pub ty: ParamType,
+    pub grammar: Option<String>,
+    pub pattern: Option<String>,
+    #[serde(rename = "enum")]
+    pub choices: Option<EnumSpec>,
+    pub minimum: Option<i64>,
+    pub maximum: Option<i64>,
+    pub min_length: Option<u32>,
+    pub max_length: Option<u32>,
+    pub default: Option<Scalar>,
+    pub description: Option<String>,
+    pub example: Option<Scalar>,
+}

@@ -1,0 +1,606 @@
+//! Emits the Rust side: typed requests with their parsers (for `adapters`), and the routes, body types
+//! and error codes (for `server`). Both files go to `OUT_DIR` and are pulled in with `include!`.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use crate::check::{Api, Kind, OpKind, Operation, PARSERS, ParamSpec};
+use crate::model::Auth;
+use crate::names;
+
+fn ident(s: &str) -> syn::Ident {
+    syn::parse_str::<syn::Ident>(s)
+        .unwrap_or_else(|_| format_ident!("r#{}", s.trim_start_matches("r#")))
+}
+
+fn grammar_static(name: &str) -> syn::Ident {
+    format_ident!("{}", names::screaming(name))
+}
+
+fn opt_lit(s: &Option<String>) -> TokenStream {
+    match s {
+        Some(s) => quote!(Some(#s)),
+        None => quote!(None),
+    }
+}
+
+/// The Rust type of a parameter's value, before optionality.
+fn value_type(api: &Api, op: &Operation, p: &ParamSpec, root: &TokenStream) -> TokenStream {
+    match &p.kind {
+        Kind::Text { grammar } => {
+            let parser = grammar
+                .as_ref()
+                .and_then(|g| api.grammars.iter().find(|x| &x.name == g))
+                .and_then(|g| g.parser.as_ref());
+            match parser.and_then(|name| PARSERS.iter().find(|(n, _)| n == name)) {
+                Some((_, ty)) => {
+                    let ty: syn::Type =
+                        syn::parse_str(ty).expect("parser types are valid Rust types");
+                    quote!(#ty)
+                }
+                None => quote!(String),
+            }
+        }
+        Kind::Integer { min, max } => {
+            if *min >= 0 && *max <= u32::MAX as i64 {
+                quote!(u32)
+            } else {
+                quote!(i64)
+            }
+        }
+        Kind::Boolean => quote!(bool),
+        Kind::Choice {
+            shared: Some(name), ..
+        } => {
+            let t = format_ident!("{}", names::camel(name));
+            quote!(#root #t)
+        }
+        Kind::Choice { shared: None, .. } => {
+            let t = inline_enum_name(op, p);
+            quote!(#t)
+        }
+    }
+}
+
+fn inline_enum_name(op: &Operation, p: &ParamSpec) -> syn::Ident {
+    format_ident!("{}{}", op_struct_name(op), names::camel(&p.name))
+}
+
+fn op_struct_name(op: &Operation) -> String {
+    match &op.kind {
+        OpKind::Platform { platform, .. } => names::platform_struct(&op.path, platform),
+        OpKind::Account { .. } => format!("{}Input", names::camel(&op.ident)),
+    }
+}
+
+fn choice_enum(
+    rt: &TokenStream,
+    name: &syn::Ident,
+    values: &[String],
+    default: Option<&str>,
+    doc: &str,
+) -> TokenStream {
+    let default_idx = default
+        .and_then(|d| values.iter().position(|v| v == d))
+        .unwrap_or(0);
+    let variants = values.iter().enumerate().map(|(i, v)| {
+        let var = format_ident!("{}", names::camel(v));
+        let d = if i == default_idx {
+            quote!(#[default])
+        } else {
+            quote!()
+        };
+        let doc = format!("`{v}`");
+        quote!(#[doc = #doc] #d #var)
+    });
+    let arms = values.iter().enumerate().map(|(i, v)| {
+        let var = format_ident!("{}", names::camel(v));
+        quote!(#i => Self::#var)
+    });
+    let first = format_ident!("{}", names::camel(&values[0]));
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub enum #name { #(#variants,)* }
+        impl #rt::Choice for #name {
+            const VALUES: &'static [&'static str] = &[#(#values),*];
+            fn from_index(i: usize) -> Self {
+                match i { #(#arms,)* _ => Self::#first }
+            }
+            fn as_str(self) -> &'static str {
+                Self::VALUES[self as usize]
+            }
+        }
+    }
+}
+
+/// Statements that read each parameter into a local of its final type, recording violations.
+fn field_reads(
+    api: &Api,
+    op: &Operation,
+    params: &[ParamSpec],
+    root: &TokenStream,
+) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| {
+            let name = &p.name;
+            let local = format_ident!("v_{}", p.name);
+            let default = opt_lit(&p.default);
+            let (min_len, max_len) = (p.min_length, p.max_length);
+            let read = match &p.kind {
+                Kind::Text { grammar } => {
+                    let g = grammar.as_ref().map(|g| {
+                        let s = grammar_static(g);
+                        quote!(Some(&grammar::#s))
+                    });
+                    let g = g.unwrap_or(quote!(None));
+                    let parser = grammar
+                        .as_ref()
+                        .and_then(|g| api.grammars.iter().find(|x| &x.name == g))
+                        .and_then(|g| g.parser.as_ref());
+                    match parser {
+                        Some(parser) => {
+                            let f = format_ident!("{}", parser);
+                            quote!(p.parsed(#name, #min_len, #max_len, #g, crate::request::parse::#f, #default))
+                        }
+                        None => quote!(p.text(#name, #min_len, #max_len, #g, #default)),
+                    }
+                }
+                Kind::Integer { min, max } => {
+                    let ty = value_type(api, op, p, root);
+                    quote!(p.integer::<#ty>(#name, #min, #max, #default))
+                }
+                Kind::Boolean => quote!(p.boolean(#name, #default)),
+                Kind::Choice { .. } => {
+                    let ty = value_type(api, op, p, root);
+                    quote!(p.choice::<#ty>(#name, #default))
+                }
+            };
+            if p.required {
+                quote!(let #local = #read; let #local = p.required(#name, #local);)
+            } else if p.default.is_some() {
+                quote!(let #local = #read.unwrap_or_default();)
+            } else {
+                quote!(let #local = #read;)
+            }
+        })
+        .collect()
+}
+
+fn struct_fields(
+    api: &Api,
+    op: &Operation,
+    params: &[ParamSpec],
+    root: &TokenStream,
+) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| {
+            let f = ident(&names::field(&p.name));
+            let ty = value_type(api, op, p, root);
+            let doc = param_doc(p);
+            if p.required || p.default.is_some() {
+                quote!(#[doc = #doc] pub #f: #ty)
+            } else {
+                quote!(#[doc = #doc] pub #f: Option<#ty>)
+            }
+        })
+        .collect()
+}
+
+fn param_doc(p: &ParamSpec) -> String {
+    let mut doc = if p.description.is_empty() {
+        format!("`{}`", p.name)
+    } else {
+        p.description.clone()
+    };
+    if let Some(d) = &p.default {
+        doc.push_str(&format!(" (default `{d}`)"));
+    }
+    doc
+}
+
+fn field_inits(params: &[ParamSpec]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| {
+            let f = ident(&names::field(&p.name));
+            let local = format_ident!("v_{}", p.name);
+            quote!(#f: #local)
+        })
+        .collect()
+}
+
+fn param_meta(p: &ParamSpec) -> TokenStream {
+    let name = &p.name;
+    let required = p.required;
+    let default = opt_lit(&p.default);
+    let example = &p.example;
+    let (min_length, max_length) = (p.min_length, p.max_length);
+    let kind = match &p.kind {
+        Kind::Text { grammar: Some(g) } => {
+            let s = grammar_static(g);
+            quote!(crate::request::ParamKind::Text(Some(&grammar::#s)))
+        }
+        Kind::Text { grammar: None } => quote!(crate::request::ParamKind::Text(None)),
+        Kind::Integer { min, max } => {
+            quote!(crate::request::ParamKind::Integer { min: #min, max: #max })
+        }
+        Kind::Boolean => quote!(crate::request::ParamKind::Boolean),
+        Kind::Choice { values, .. } => quote!(crate::request::ParamKind::Choice(&[#(#values),*])),
+    };
+    quote! {
+        crate::request::ParamMeta {
+            name: #name, required: #required, kind: #kind, default: #default, example: #example,
+            min_length: #min_length, max_length: #max_length,
+        }
+    }
+}
+
+fn grammars(api: &Api) -> TokenStream {
+    let statics = api.grammars.iter().map(|g| {
+        let s = grammar_static(&g.name);
+        let (name, desc, pat) = (&g.name, &g.description, &g.pattern);
+        let max = g.max_length.unwrap_or(api.value_max_length);
+        let (valid, invalid, by_parser) = (&g.valid, &g.invalid, &g.invalid_by_parser);
+        let parser_check = match &g.parser {
+            Some(p) => {
+                let f = format_ident!("{}", p);
+                quote!(Some(|v: &str| crate::request::parse::#f(v).map(drop)))
+            }
+            None => quote!(None),
+        };
+        let doc = format!("{desc}: `{pat}`");
+        quote! {
+            #[doc = #doc]
+            pub static #s: Grammar = Grammar::new(#name, #desc, #pat, #max, &[#(#valid),*], &[#(#invalid),*], &[#(#by_parser),*], #parser_check);
+        }
+    });
+    let all = api.grammars.iter().map(|g| grammar_static(&g.name));
+    let n = api.grammars.len();
+    quote! {
+        /// The shared value grammars of the catalogue (and the inline patterns of single parameters).
+        pub mod grammar {
+            use crate::request::Grammar;
+            #(#statics)*
+            pub static ALL: [&Grammar; #n] = [#(&#all),*];
+        }
+    }
+}
+
+fn shared_enums(api: &Api) -> TokenStream {
+    let items = api.enums.iter().map(|e| {
+        let name = format_ident!("{}", names::camel(&e.name));
+        choice_enum(
+            &quote!(crate::request),
+            &name,
+            &e.values,
+            None,
+            &format!("The shared `{}` enum.", e.name),
+        )
+    });
+    quote!(#(#items)*)
+}
+
+/// One module per platform with one request struct per endpoint, plus the endpoint table, the
+/// `Request` sum type and the parse entry point.
+pub fn typed_requests(api: &Api) -> TokenStream {
+    let grammar_mod = grammars(api);
+    let enums = shared_enums(api);
+    let platform_ops: Vec<&Operation> = api
+        .operations
+        .iter()
+        .filter(|o| o.platform().is_some())
+        .collect();
+
+    let mut modules = Vec::new();
+    for (platform, kind) in &api.platforms {
+        let ops: Vec<&&Operation> = platform_ops
+            .iter()
+            .filter(|o| o.platform().map(|p| p.0) == Some(platform))
+            .collect();
+        let items = ops.iter().map(|op| {
+            let sname = format_ident!("{}", op_struct_name(op));
+            let variant = format_ident!("{}", names::camel(&op.ident));
+            let inline_enums = op.params.iter().filter_map(|p| match &p.kind {
+                Kind::Choice {
+                    shared: None,
+                    values,
+                } => {
+                    let doc = format!("Values of `{}` on `{}`.", p.name, op.path);
+                    Some(choice_enum(
+                        &quote!(crate::request),
+                        &inline_enum_name(op, p),
+                        values,
+                        p.default.as_deref(),
+                        &doc,
+                    ))
+                }
+                _ => None,
+            });
+            let root = quote!(super::);
+            let fields = struct_fields(api, op, &op.params, &root);
+            let reads = field_reads(api, op, &op.params, &root);
+            let inits = field_inits(&op.params);
+            let accepted: Vec<&str> = op.params.iter().map(|p| p.name.as_str()).collect();
+            let one_of = op.one_of.iter().map(|g| quote!(p.one_of(&[#(#g),*]);));
+            let doc = format!("`GET {}`: {}", op.path, op.summary);
+            quote! {
+                #(#inline_enums)*
+                #[doc = #doc]
+                #[derive(Debug, Clone, PartialEq)]
+                pub struct #sname { #(#fields,)* }
+                impl #sname {
+                    pub const ENDPOINT: super::EndpointId = super::EndpointId::#variant;
+                    /// Parses and validates a raw query string, reporting every violation at once.
+                    pub fn from_query(raw: &str) -> Result<Self, Violations> {
+                        let mut p = Params::query(raw, &[#(#accepted),*]);
+                        #(#reads)*
+                        #(#one_of)*
+                        p.finish()?;
+                        Ok(Self { #(#inits,)* })
+                    }
+                }
+            }
+        });
+        let m = format_ident!("{}", platform);
+        let doc = format!("Requests of the `{platform}` platform ({kind}).");
+        modules.push(quote! {
+            #[doc = #doc]
+            pub mod #m {
+                #![allow(unused_imports)]
+                use super::grammar;
+                use crate::request::{Params, Violations, DateBound, RepoRef, IssueRef};
+                #(#items)*
+            }
+        });
+    }
+
+    let variants: Vec<syn::Ident> = platform_ops
+        .iter()
+        .map(|o| format_ident!("{}", names::camel(&o.ident)))
+        .collect();
+    let types: Vec<TokenStream> = platform_ops
+        .iter()
+        .map(|o| {
+            let m = format_ident!("{}", o.platform().map(|p| p.0).unwrap_or_default());
+            let s = format_ident!("{}", op_struct_name(o));
+            quote!(#m::#s)
+        })
+        .collect();
+    let metas = platform_ops.iter().map(|op| {
+        let (platform, credits) = op.platform().unwrap_or_default();
+        let path = &op.path;
+        let summary = &op.summary;
+        let example = op.example_request();
+        let params = op.params.iter().map(param_meta);
+        let groups = op.one_of.iter().map(|g| quote!(&[#(#g),*]));
+        quote! {
+            crate::request::EndpointMeta {
+                path: #path, platform: #platform, credits: #credits, summary: #summary,
+                example: #example, params: &[#(#params),*], one_of: &[#(#groups),*],
+            }
+        }
+    });
+    let indices = 0..variants.len();
+    let count = variants.len();
+
+    quote! {
+        use crate::request::Violations;
+
+        #grammar_mod
+        #enums
+        #(#modules)*
+
+        /// Every platform endpoint of the catalogue.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum EndpointId { #(#variants,)* }
+
+        impl EndpointId {
+            pub const ALL: [EndpointId; #count] = [#(EndpointId::#variants),*];
+            pub fn meta(self) -> &'static crate::request::EndpointMeta {
+                &ENDPOINTS[self as usize]
+            }
+            /// Parses a raw query string into this endpoint's typed request.
+            pub fn parse(self, raw_query: &str) -> Result<Request, Violations> {
+                match self { #(EndpointId::#variants => #types::from_query(raw_query).map(Request::#variants),)* }
+            }
+        }
+
+        /// The endpoint table: path, platform, price and parameter grammar, in catalogue order.
+        pub static ENDPOINTS: [crate::request::EndpointMeta; #count] = [#(#metas),*];
+
+        /// A validated request to any platform endpoint.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Request { #(#variants(#types),)* }
+
+        impl Request {
+            pub fn endpoint(&self) -> EndpointId {
+                match self { #(Request::#variants(_) => EndpointId::#variants,)* }
+            }
+        }
+
+        const _: () = { #( assert!(EndpointId::#variants as usize == #indices); )* };
+    }
+}
+
+fn auth_tokens(a: Auth) -> TokenStream {
+    match a {
+        Auth::None => quote!(crate::auth::Scheme::None),
+        Auth::ApiKey => quote!(crate::auth::Scheme::ApiKey),
+        Auth::Session => quote!(crate::auth::Scheme::Session),
+        Auth::ApiKeyOrSession => quote!(crate::auth::Scheme::ApiKeyOrSession),
+        Auth::OwnerKey => quote!(crate::auth::Scheme::OwnerKey),
+    }
+}
+
+/// The server side: error codes, typed inputs of the account operations, and the router.
+pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStream {
+    let codes: Vec<syn::Ident> = api
+        .errors
+        .iter()
+        .map(|e| format_ident!("{}", names::camel(&e.name.to_lowercase())))
+        .collect();
+    let names_: Vec<&str> = api.errors.iter().map(|e| e.name.as_str()).collect();
+    let statuses: Vec<u16> = api.errors.iter().map(|e| e.status).collect();
+    let descs: Vec<&str> = api.errors.iter().map(|e| e.description.as_str()).collect();
+
+    let mut inputs = Vec::new();
+    let mut routes = Vec::new();
+    let mut route_list = Vec::new();
+    for op in &api.operations {
+        let path = &op.path;
+        let method_name = format_ident!("{}", crate::check::method_str(op.method).to_lowercase());
+        let method_str = crate::check::method_str(op.method);
+        route_list.push(quote!((#method_str, #path)));
+        match &op.kind {
+            OpKind::Platform { .. } => {
+                let v = format_ident!("{}", names::camel(&op.ident));
+                routes.push(quote! {
+                    .route(#path, axum::routing::#method_name(|state: axum::extract::State<crate::AppState>, req: axum::extract::Request| {
+                        crate::platform::serve(state.0, adapters::api::EndpointId::#v, req)
+                    }))
+                });
+            }
+            OpKind::Account { auth, handler, .. } => {
+                let input = format_ident!("{}", op_struct_name(op));
+                let all: Vec<ParamSpec> = op
+                    .path_params
+                    .iter()
+                    .chain(op.params.iter())
+                    .chain(op.body.iter().flatten())
+                    .cloned()
+                    .collect();
+                let root = quote!(adapters::api::);
+                let fields = struct_fields(api, op, &all, &root);
+                let inline_enums: Vec<TokenStream> = all
+                    .iter()
+                    .filter_map(|p| match &p.kind {
+                        Kind::Choice {
+                            shared: None,
+                            values,
+                        } => {
+                            let doc =
+                                format!("Values of `{}` on `{} {}`.", p.name, method_str, op.path);
+                            Some(choice_enum(
+                                &quote!(adapters::request),
+                                &inline_enum_name(op, p),
+                                values,
+                                p.default.as_deref(),
+                                &doc,
+                            ))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let inits = field_inits(&all);
+                let path_reads = field_reads(api, op, &op.path_params, &root);
+                let path_names: Vec<&str> =
+                    op.path_params.iter().map(|p| p.name.as_str()).collect();
+                let query_reads = field_reads(api, op, &op.params, &root);
+                let query_names: Vec<&str> = op.params.iter().map(|p| p.name.as_str()).collect();
+                let body_reads = op
+                    .body
+                    .as_ref()
+                    .map(|b| field_reads(api, op, b, &root))
+                    .unwrap_or_default();
+                let body_names: Vec<&str> =
+                    op.body.iter().flatten().map(|p| p.name.as_str()).collect();
+                let has_body = op.body.is_some();
+                let one_of = op.one_of.iter().map(|g| quote!(p.one_of(&[#(#g),*]);));
+                let doc = format!("Input of `{} {}`: {}", method_str, op.path, op.summary);
+                let h = format_ident!("{}", handler);
+                let scheme = auth_tokens(*auth);
+                let example = op.example_request();
+                inputs.push(quote! {
+                    #(#inline_enums)*
+                    #[doc = #doc]
+                    #[derive(Debug, Clone, PartialEq)]
+                    pub struct #input { #(#fields,)* }
+                    impl #input {
+                        pub const HAS_BODY: bool = #has_body;
+                        pub const EXAMPLE: &'static str = #example;
+                        pub fn extract(raw: &crate::http::RawInput) -> Result<Self, adapters::request::Violations> {
+                            let mut all = adapters::request::Violations::default();
+                            let mut p = Params::path(&raw.path_params, &[#(#path_names),*]);
+                            #(#path_reads)*
+                            all.absorb(p.finish());
+                            let mut p = Params::query(&raw.query, &[#(#query_names),*]);
+                            #(#query_reads)*
+                            all.absorb(p.finish());
+                            let mut p = Params::body(raw.body.as_ref(), &[#(#body_names),*]);
+                            #(#body_reads)*
+                            #(#one_of)*
+                            all.absorb(p.finish());
+                            all.into_result()?;
+                            Ok(Self { #(#inits,)* })
+                        }
+                    }
+                });
+                routes.push(quote! {
+                    .route(#path, axum::routing::#method_name(|state: axum::extract::State<crate::AppState>, req: axum::extract::Request| {
+                        crate::http::operation(state.0, req, #scheme, inputs::#input::HAS_BODY, |state, caller, raw| async move {
+                            let input = inputs::#input::extract(&raw).map_err(|v| crate::error::ApiError::validation(v, inputs::#input::EXAMPLE))?;
+                            crate::ops::#h(state, caller, input).await
+                        })
+                    }))
+                });
+            }
+        }
+    }
+    let n_routes = route_list.len();
+    let docs_url = &api.info.docs_url;
+
+    quote! {
+        /// Every `error.type` the service sends (spec section 7), with its HTTP status.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode { #(#codes,)* }
+
+        /// Base of `error.docs_url`; each code links to its own anchor.
+        pub const DOCS_URL: &str = #docs_url;
+
+        impl ErrorCode {
+            pub const ALL: &'static [ErrorCode] = &[#(ErrorCode::#codes),*];
+            pub fn as_str(self) -> &'static str {
+                match self { #(ErrorCode::#codes => #names_,)* }
+            }
+            pub fn status(self) -> u16 {
+                match self { #(ErrorCode::#codes => #statuses,)* }
+            }
+            pub fn description(self) -> &'static str {
+                match self { #(ErrorCode::#codes => #descs,)* }
+            }
+        }
+
+        /// Typed inputs of the account, billing and status operations.
+        pub mod inputs {
+            #![allow(unused_imports)]
+            use adapters::api::grammar;
+            use adapters::request::{Params, DateBound, RepoRef, IssueRef};
+            #(#inputs)*
+        }
+
+        /// Every route of the catalogue as (method, path), in catalogue order.
+        pub const ROUTES: [(&str, &str); #n_routes] = [#(#route_list),*];
+
+        /// The OpenAPI 3.1.0 document generated from the catalogue.
+        pub const OPENAPI_JSON: &str = #openapi_json;
+        /// The same document rendered as OpenAPI 3.0.3.
+        pub const OPENAPI_30_JSON: &str = #openapi_30_json;
+
+        /// The router of every catalogue route.
+        pub fn catalogue_router() -> axum::Router<crate::AppState> {
+            axum::Router::new() #(#routes)*
+        }
+    }
+}
+
+pub fn render(tokens: TokenStream) -> Result<String, String> {
+    let file: syn::File =
+        syn::parse2(tokens).map_err(|e| format!("generated code does not parse: {e}"))?;
+    Ok(format!(
+        "// @generated by codegen from spec/catalogue.yaml. Do not edit: change the catalogue.\n\n{}",
+        prettyplease::unparse(&file)
+    ))
+}

@@ -1,0 +1,109 @@
+//! The socialsearch runtime: the generated routes of the catalogue, wired to authentication,
+//! credits, sources and the account operations.
+
+pub mod auth;
+pub mod billing;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod ops;
+pub mod platform;
+
+use std::sync::Arc;
+
+use axum::Router;
+use serde_json::{Value, json};
+
+pub use config::Config;
+
+/// Generated from the catalogue: error codes, typed operation inputs, the router and the OpenAPI documents.
+#[allow(clippy::all, clippy::pedantic, unused_mut)]
+pub mod api {
+    include!(concat!(env!("OUT_DIR"), "/server_api.rs"));
+}
+
+/// Shared state of the running service.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub config: Config,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(config: Config) -> Self {
+        AppState(Arc::new(Inner { config }))
+    }
+
+    /// The body of GET /v1/status.
+    pub fn status(&self) -> Value {
+        let endpoints = &adapters::api::ENDPOINTS;
+        let mut platforms = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for meta in endpoints.iter() {
+            if seen.contains(&meta.platform) {
+                continue;
+            }
+            seen.push(meta.platform);
+            let count = endpoints
+                .iter()
+                .filter(|m| m.platform == meta.platform)
+                .count();
+            platforms.push(json!({
+                "platform": meta.platform,
+                "kind": platform_kind(meta.platform),
+                "endpoints": count,
+                "status": "not_configured",
+            }));
+        }
+        json!({
+            "ok": true,
+            "status": "degraded",
+            "version": api_version(),
+            "endpoint_count": endpoints.len(),
+            "platforms": platforms,
+        })
+    }
+}
+
+fn openapi_info() -> &'static Value {
+    static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    DOC.get_or_init(|| serde_json::from_str(api::OPENAPI_JSON).unwrap_or(Value::Null))
+}
+
+/// `info.version` of the generated document.
+pub fn api_version() -> String {
+    openapi_info()["info"]["version"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The catalogue's description of a platform kind (from the document's tags).
+pub fn platform_kind(platform: &str) -> String {
+    openapi_info()["tags"]
+        .as_array()
+        .and_then(|tags| tags.iter().find(|t| t["name"] == platform))
+        .and_then(|t| t["description"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The whole application: catalogue routes, fallbacks, panic catching and the request context.
+pub fn app(state: AppState) -> Router {
+    api::catalogue_router()
+        .fallback(http::unknown_endpoint)
+        .method_not_allowed_fallback(http::unknown_endpoint)
+        .with_state(state)
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            http::panic_response,
+        ))
+        .layer(axum::middleware::from_fn(http::request_context))
+}

@@ -1,0 +1,85 @@
+//! Hand-written handlers of the account, billing and status operations. The generated router calls
+//! each with its typed input (`crate::api::inputs`) after authentication and validation.
+
+use axum::Json;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::AppState;
+use crate::api::inputs::*;
+use crate::auth::Caller;
+use crate::billing::PACKS;
+use crate::error::{ApiError, ApiResult};
+
+fn json_document(text: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], text).into_response()
+}
+
+pub async fn openapi_json(_: AppState, _: Caller, _: OpenapiJsonInput) -> ApiResult {
+    Ok(json_document(crate::api::OPENAPI_JSON))
+}
+
+pub async fn openapi_30_json(_: AppState, _: Caller, _: Openapi30JsonInput) -> ApiResult {
+    Ok(json_document(crate::api::OPENAPI_30_JSON))
+}
+
+pub async fn plans(_: AppState, _: Caller, _: PlansInput) -> ApiResult {
+    let plans: Vec<_> = PACKS
+        .iter()
+        .map(|p| {
+            json!({
+                "id": p.id, "credits": p.credits, "price": p.price(),
+                "price_per_credit": p.price_per_credit(), "discount_percent": p.discount_percent(),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "ok": true,
+        "currency": "USD",
+        "list_price_per_credit": "0.004",
+        "plans": plans,
+        "checkout": {
+            "method": "POST",
+            "path": "/v1/checkout",
+            "body": { "plan": "starter" },
+            "instructions": "POST /v1/checkout with your API key (x-api-key) or dashboard session and the plan id; \
+                open the returned pay_url in a browser to pay. Credits land within seconds of payment: watch \
+                credits_remaining or GET /v1/credits/balance. All sales are final; unused credits never expire."
+        }
+    }))
+    .into_response())
+}
+
+pub async fn status(state: AppState, _: Caller, _: StatusInput) -> ApiResult {
+    Ok(Json(state.status()).into_response())
+}
+
+fn accounts_not_configured() -> ApiError {
+    ApiError::not_configured("accounts are not configured on this deployment")
+}
+
+macro_rules! not_yet_configured {
+    ($($name:ident($input:ty)),* $(,)?) => {$(
+        pub async fn $name(_: AppState, _: Caller, _: $input) -> ApiResult {
+            Err(accounts_not_configured())
+        }
+    )*};
+}
+
+not_yet_configured!(
+    auth_request_code(AuthRequestCodeInput),
+    auth_verify(AuthVerifyInput),
+    auth_browser_link(AuthBrowserLinkInput),
+    auth_signout(AuthSignoutInput),
+    keys_list(KeysListInput),
+    keys_create(KeysCreateInput),
+    keys_revoke(KeysRevokeInput),
+    keys_rotate(KeysRotateInput),
+    me(MeInput),
+    credits_balance(CreditsBalanceInput),
+    checkout(CheckoutInput),
+    checkout_confirm(CheckoutConfirmInput),
+    order_checkout(OrderCheckoutInput),
+    order_get(OrderGetInput),
+);

@@ -1,0 +1,1 @@
+//! End-to-end tests: the real `socialsearch` binary on a loopback port.
