@@ -4,7 +4,11 @@
 //! endpoint, its parser, and the endpoint table with prices. `request` is the runtime those parsers
 //! call.
 
+pub mod item;
+pub mod platforms;
 pub mod request;
+pub mod sources;
+pub mod upstream;
 
 /// Generated from the catalogue (see `codegen`); never edited by hand.
 #[allow(clippy::all, clippy::pedantic, unused_mut)]

@@ -383,6 +383,12 @@ pub fn typed_requests(api: &Api) -> TokenStream {
             }
         }
     });
+    let cursor_arms: Vec<TokenStream> = platform_ops
+        .iter()
+        .zip(&variants)
+        .filter(|(op, _)| op.params.iter().any(|p| p.name == "cursor" && !p.required))
+        .map(|(_, v)| quote!(Request::#v(r) => r.cursor.as_deref(),))
+        .collect();
     let indices = 0..variants.len();
     let count = variants.len();
 
@@ -418,6 +424,13 @@ pub fn typed_requests(api: &Api) -> TokenStream {
         impl Request {
             pub fn endpoint(&self) -> EndpointId {
                 match self { #(Request::#variants(_) => EndpointId::#variants,)* }
+            }
+            /// The client's pagination cursor, on endpoints that take one.
+            pub fn cursor(&self) -> Option<&str> {
+                match self {
+                    #(#cursor_arms)*
+                    _ => None,
+                }
             }
         }
 

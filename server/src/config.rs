@@ -13,6 +13,8 @@ pub struct Config {
     /// Public base URL of this deployment, used to build dashboard and pay links.
     pub public_url: String,
     pub limits: Limits,
+    /// Upstream sources: base URLs, credentials, enablement and chain order.
+    pub sources: adapters::sources::SourcesConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -28,6 +30,7 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             public_url: "http://127.0.0.1:8080".into(),
             limits: Limits::default(),
+            sources: Default::default(),
         }
     }
 }

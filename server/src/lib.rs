@@ -28,6 +28,7 @@ pub struct AppState(Arc<Inner>);
 
 pub struct Inner {
     pub config: Config,
+    pub sources: adapters::sources::Sources,
 }
 
 impl std::ops::Deref for AppState {
@@ -38,8 +39,9 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(config: Config) -> Self {
-        AppState(Arc::new(Inner { config }))
+    pub fn new(config: Config) -> Result<Self, String> {
+        let sources = adapters::sources::Sources::new(&config.sources)?;
+        Ok(AppState(Arc::new(Inner { config, sources })))
     }
 
     /// The body of GET /v1/status.
@@ -60,12 +62,13 @@ impl AppState {
                 "platform": meta.platform,
                 "kind": platform_kind(meta.platform),
                 "endpoints": count,
-                "status": "not_configured",
+                "status": self.sources.platform_status(meta.platform),
             }));
         }
+        let all_ok = platforms.iter().all(|p| p["status"] == "ok");
         json!({
             "ok": true,
-            "status": "degraded",
+            "status": if all_ok { "ok" } else { "degraded" },
             "version": api_version(),
             "endpoint_count": endpoints.len(),
             "platforms": platforms,

@@ -29,6 +29,12 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Print every upstream source as JSON: id, platform, base URL, endpoints, credential, enabled.
+    Sources {
+        /// TOML configuration file (also SOCIALSEARCH_CONFIG).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Print the OpenAPI document to stdout.
     Openapi {
         /// `3.1` (default) or `3.0`.
@@ -48,6 +54,21 @@ fn main() -> ExitCode {
             };
             println!("{}", doc.trim_end());
             ExitCode::SUCCESS
+        }
+        Command::Sources { config } => {
+            let listing = Config::load(config.as_deref())
+                .and_then(|c| adapters::sources::Sources::new(&c.sources))
+                .map(|s| serde_json::to_string_pretty(&s.list()).unwrap_or_default());
+            match listing {
+                Ok(text) => {
+                    println!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         Command::Serve { listen, config } => {
             init_logging();
@@ -93,7 +114,7 @@ async fn serve(mut config: Config, listen: Option<SocketAddr>) -> Result<(), Str
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let app = server::app(AppState::new(config));
+    let app = server::app(AppState::new(config)?);
     tracing::info!("socialsearch listening on http://{addr}");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown())

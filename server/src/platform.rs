@@ -1,20 +1,68 @@
-//! The path of a platform call: parameters through the generated parser, then the sources.
+//! The path of a platform call: parameters through the generated parser, then the sources, then
+//! the success envelope (spec section 2.1).
 
-use adapters::api::EndpointId;
-use axum::extract::Request;
+use adapters::api::{EndpointId, Request};
+use adapters::item::Page;
+use adapters::request::{Location, Violation, Violations};
+use adapters::sources::CallError;
+use axum::Json;
+use axum::extract::Request as HttpRequest;
 use axum::response::{IntoResponse, Response};
+use serde_json::json;
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
-pub async fn serve(_state: AppState, endpoint: EndpointId, req: Request) -> Response {
+pub async fn serve(_state: AppState, endpoint: EndpointId, req: HttpRequest) -> Response {
     let meta = endpoint.meta();
     match endpoint.parse(req.uri().query().unwrap_or("")) {
         Err(violations) => ApiError::validation(violations, meta.example).into_response(),
-        Ok(_request) => ApiError::not_configured(format!(
-            "no source for the {} platform is configured on this deployment",
-            meta.platform
-        ))
-        .into_response(),
+        // Platform calls need an API key; until keys exist on this deployment, none can be served.
+        Ok(_request) => ApiError::not_configured("API keys are not configured on this deployment")
+            .into_response(),
     }
+}
+
+/// The sources part of a call, with failures mapped to the API's error codes.
+pub async fn fetch(state: &AppState, request: &Request) -> Result<Page, ApiError> {
+    state.sources.call(request).await.map_err(|e| match e {
+        CallError::NotConfigured(why) => ApiError::not_configured(why),
+        CallError::AllSourcesFailed(why) => ApiError::new(
+            ErrorCode::AllSourcesFailed,
+            format!("every source for this platform failed; nothing was charged ({why})"),
+        )
+        .with_fix("retry in a minute"),
+        CallError::Upstream(why) => ApiError::new(ErrorCode::UpstreamError, why),
+        CallError::BadCursor => {
+            let meta = request.endpoint().meta();
+            ApiError::validation(
+                Violations(vec![Violation {
+                    parameter: "cursor".into(),
+                    location: Location::Query,
+                    rule: "format",
+                    message: "`cursor` is not a cursor this service issued; pass `data.next_cursor` of the previous page unchanged".into(),
+                }]),
+                meta.example,
+            )
+        }
+    })
+}
+
+/// The success envelope of one call.
+pub fn success(
+    platform: &str,
+    page: Page,
+    credits_used: u32,
+    credits_remaining: i64,
+    request_id: &str,
+) -> Response {
+    Json(json!({
+        "success": true,
+        "platform": platform,
+        "data": { "total": page.total.unwrap_or(page.items.len() as u64), "items": page.items, "next_cursor": page.next_cursor },
+        "credits_used": credits_used,
+        "credits_remaining": credits_remaining,
+        "request_id": request_id,
+    }))
+    .into_response()
 }

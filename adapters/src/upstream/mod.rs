@@ -1,0 +1,167 @@
+//! Plumbing shared by every source: the HTTP client, status-to-error mapping, and the helpers for
+//! dates, HTML and cursors. Sources never build their own client.
+
+pub mod cursor;
+pub mod dates;
+pub mod html;
+
+use std::time::{Duration, Instant};
+
+use reqwest::{RequestBuilder, StatusCode};
+use serde_json::Value;
+
+use crate::sources::SourceError;
+
+/// Largest upstream body read; bigger answers count as malformed rather than exhausting memory.
+const BODY_MAX: usize = 8 * 1024 * 1024;
+
+/// The one HTTP client (connection pooling, compression, an honest User-Agent, bounded redirects).
+#[derive(Clone)]
+pub struct Http {
+    client: reqwest::Client,
+}
+
+impl Http {
+    pub fn new() -> Result<Self, String> {
+        // reqwest is built without a default TLS provider (ring instead of aws-lc keeps builds short).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .user_agent(concat!(
+                "socialsearch/",
+                env!("CARGO_PKG_VERSION"),
+                " (+https://socialsearch.dev/bot)"
+            ))
+            .connect_timeout(Duration::from_secs(3))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .redirect(reqwest::redirect::Policy::limited(3))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Http { client })
+    }
+
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+}
+
+/// What a source needs for one call: the client, its configured base URL and credential, the
+/// upstream cursor of the page asked for, and the time left.
+pub struct Ctx<'a> {
+    pub http: &'a Http,
+    pub base_url: &'a str,
+    pub credential: Option<&'a str>,
+    /// The upstream's own cursor (already decoded from the client's cursor).
+    pub cursor: Option<&'a str>,
+    pub deadline: Instant,
+}
+
+impl Ctx<'_> {
+    /// `base_url` (which may carry a path prefix) joined with `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!(
+            "{}/{}",
+            self.base_url.trim_end_matches('/'),
+            path.trim_start_matches('/')
+        )
+    }
+
+    pub fn get(&self, path: &str) -> RequestBuilder {
+        self.http.client.get(self.url(path))
+    }
+
+    fn remaining(&self) -> Result<Duration, SourceError> {
+        self.deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| SourceError::Unavailable("the call's deadline passed".into()))
+    }
+
+    /// Sends a request and returns the body, mapping transport failures and statuses to
+    /// `SourceError` (which decides between falling back and giving up).
+    pub async fn send(&self, req: RequestBuilder) -> Result<(StatusCode, Vec<u8>), SourceError> {
+        let res = req.timeout(self.remaining()?).send().await.map_err(|e| {
+            SourceError::Unavailable(if e.is_timeout() {
+                "timed out".into()
+            } else {
+                format!("connection failed: {e}")
+            })
+        })?;
+        let status = res.status();
+        let mut body = Vec::new();
+        let mut res = res;
+        while let Some(chunk) = res
+            .chunk()
+            .await
+            .map_err(|e| SourceError::Unavailable(format!("the answer was cut off: {e}")))?
+        {
+            if body.len() + chunk.len() > BODY_MAX {
+                return Err(SourceError::Malformed(format!(
+                    "the answer is larger than {BODY_MAX} bytes"
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        match status {
+            s if s.is_success() => Ok((s, body)),
+            StatusCode::TOO_MANY_REQUESTS => Err(SourceError::RateLimited),
+            StatusCode::NOT_FOUND | StatusCode::GONE => Err(SourceError::NotFound),
+            s if s.is_server_error() => Err(SourceError::Unavailable(format!("answered {s}"))),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(SourceError::Unavailable(
+                format!("refused access ({status})"),
+            )),
+            s => Err(SourceError::Rejected(format!("answered {s}"))),
+        }
+    }
+
+    pub async fn json(&self, req: RequestBuilder) -> Result<Value, SourceError> {
+        let (_, body) = self.send(req).await?;
+        serde_json::from_slice(&body).map_err(|e| SourceError::Malformed(format!("not JSON: {e}")))
+    }
+
+    pub async fn text(&self, req: RequestBuilder) -> Result<String, SourceError> {
+        let (_, body) = self.send(req).await?;
+        String::from_utf8(body).map_err(|_| SourceError::Malformed("not UTF-8 text".into()))
+    }
+}
+
+/// Small readers for `serde_json::Value` trees that never panic on a missing or odd field.
+pub mod json {
+    use serde_json::Value;
+
+    pub fn str<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+        v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+    }
+
+    pub fn string(v: &Value, key: &str) -> Option<String> {
+        str(v, key).map(str::to_string)
+    }
+
+    /// A number, also when the upstream sends it as a string (`"184233"`).
+    pub fn number(v: &Value, key: &str) -> Option<f64> {
+        match v.get(key)? {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => s.trim().replace(',', "").parse().ok(),
+            _ => None,
+        }
+    }
+
+    pub fn int(v: &Value, key: &str) -> Option<i64> {
+        number(v, key).filter(|n| n.is_finite()).map(|n| n as i64)
+    }
+
+    /// An id that may come as a number or a string.
+    pub fn id(v: &Value, key: &str) -> Option<String> {
+        match v.get(key)? {
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+
+    pub fn array<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+        v.get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
