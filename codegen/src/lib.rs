@@ -26,8 +26,7 @@ pub fn load_str(yaml: &str) -> Result<Api, Vec<String>> {
 }
 
 pub fn load(path: &Path) -> Result<Api, Vec<String>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| vec![format!("cannot read {}: {e}", path.display())])?;
+    let text = std::fs::read_to_string(path).map_err(|e| vec![format!("cannot read {}: {e}", path.display())])?;
     load_str(&text)
 }
 
@@ -38,8 +37,7 @@ pub fn adapters_source(api: &Api) -> Result<String, String> {
 
 /// The OpenAPI 3.1.0 document, pretty-printed with a trailing newline (the committed form).
 pub fn openapi_json(api: &Api) -> String {
-    let mut s =
-        serde_json::to_string_pretty(&openapi::document(api)).expect("a JSON value serialises");
+    let mut s = serde_json::to_string_pretty(&openapi::document(api)).expect("a JSON value serialises");
     s.push('\n');
     s
 }
@@ -58,8 +56,7 @@ pub fn server_source(api: &Api) -> Result<String, String> {
 
 fn write_if_changed(path: &Path, content: &str) {
     if std::fs::read_to_string(path).ok().as_deref() != Some(content) {
-        std::fs::write(path, content)
-            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        std::fs::write(path, content).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     }
 }
 
@@ -71,11 +68,7 @@ fn load_or_exit(catalogue: &Path) -> Api {
             for p in &problems {
                 println!("cargo:warning={}: {p}", catalogue.display());
             }
-            eprintln!(
-                "\n{} has {} problem(s):",
-                catalogue.display(),
-                problems.len()
-            );
+            eprintln!("\n{} has {} problem(s):", catalogue.display(), problems.len());
             for p in &problems {
                 eprintln!("  - {p}");
             }

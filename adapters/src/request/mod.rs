@@ -64,10 +64,7 @@ impl Violations {
             many => format!(
                 "{} problems: {}",
                 many.len(),
-                many.iter()
-                    .map(|v| v.message.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                many.iter().map(|v| v.message.as_str()).collect::<Vec<_>>().join("; ")
             ),
         }
     }
@@ -230,9 +227,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
         }
         prev = cur;
     }
@@ -337,7 +332,11 @@ impl<'a> Params<'a> {
                 (Some(k), Some(v)) => p.add(k, Raw::Text(v), accepted),
                 (k, _) => {
                     let name = k.map(|k| echo(&k)).unwrap_or_else(|| echo(pair));
-                    p.violate(&name, "format", format!("`{name}`: the query string has a malformed percent-escape or is not UTF-8"));
+                    p.violate(
+                        &name,
+                        "format",
+                        format!("`{name}`: the query string has a malformed percent-escape or is not UTF-8"),
+                    );
                 }
             }
         }
@@ -362,9 +361,7 @@ impl<'a> Params<'a> {
                 for (k, v) in fields {
                     let raw = match v {
                         Value::String(s) => Raw::Text(Cow::Borrowed(s)),
-                        Value::Number(n) if accepted.contains(&k.as_str()) => {
-                            Raw::Text(Cow::Owned(n.to_string()))
-                        }
+                        Value::Number(n) if accepted.contains(&k.as_str()) => Raw::Text(Cow::Owned(n.to_string())),
                         Value::Bool(b) => Raw::Text(Cow::Owned(b.to_string())),
                         Value::Number(_) => Raw::Other("a number"),
                         Value::Null => Raw::Other("null"),
@@ -388,11 +385,7 @@ impl<'a> Params<'a> {
                     Value::Number(_) => "a number",
                     _ => "a boolean",
                 };
-                p.violate(
-                    "body",
-                    "body",
-                    format!("the body must be a JSON object, not {kind}"),
-                );
+                p.violate("body", "body", format!("the body must be a JSON object, not {kind}"));
             }
         }
         p
@@ -420,11 +413,7 @@ impl<'a> Params<'a> {
             None => return default.map(Cow::Borrowed),
             Some(Raw::Other(kind)) => {
                 let kind = *kind;
-                self.violate(
-                    name,
-                    "type",
-                    format!("`{name}` must be a string, not {kind}"),
-                );
+                self.violate(name, "type", format!("`{name}` must be a string, not {kind}"));
                 return None;
             }
             Some(Raw::Text(v)) => v.clone(),
@@ -459,10 +448,7 @@ impl<'a> Params<'a> {
             self.violate(
                 name,
                 "min_length",
-                format!(
-                    "`{name}` must be at least {min_length} characters long{}",
-                    got(&value)
-                ),
+                format!("`{name}` must be at least {min_length} characters long{}", got(&value)),
             );
             return None;
         }
@@ -569,11 +555,7 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn choice<C: Choice>(
-        &mut self,
-        name: &'static str,
-        default: Option<&'static str>,
-    ) -> Option<C> {
+    pub fn choice<C: Choice>(&mut self, name: &'static str, default: Option<&'static str>) -> Option<C> {
         let max = C::VALUES.iter().map(|v| v.len()).max().unwrap_or(1).max(1) as u32;
         let value = self.checked_text(name, 1, max.max(512), None, default)?;
         match C::VALUES.iter().position(|v| *v == value) {
@@ -611,11 +593,7 @@ impl<'a> Params<'a> {
     /// At least one of `names` must be present.
     pub fn one_of(&mut self, names: &[&'static str]) {
         if !names.iter().any(|n| self.present(n)) {
-            let list = names
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(" or ");
+            let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or ");
             let noun = self.noun();
             self.violate(
                 names[0],
@@ -645,10 +623,7 @@ mod tests {
 
     #[test]
     fn suggests_the_closest_name() {
-        assert_eq!(
-            closest("limt", &["query", "limit", "cursor"]),
-            Some("limit")
-        );
+        assert_eq!(closest("limt", &["query", "limit", "cursor"]), Some("limit"));
         assert_eq!(closest("LIMIT", &["query", "limit"]), Some("limit"));
         assert_eq!(closest("zzzzzz", &["query", "limit"]), None);
     }
