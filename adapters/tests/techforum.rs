@@ -38,7 +38,10 @@ async fn search_maps_hits_and_pages() {
     assert_eq!(first["id"], "8863");
     assert_eq!(first["type"], "post");
     assert_eq!(first["created_at"], "2007-04-04T19:16:40Z");
-    assert_eq!(first["metrics"], serde_json::json!({ "score": 111, "comments": 71 }));
+    assert_eq!(
+        first["metrics"],
+        serde_json::json!({ "score": 111, "comments": 71 })
+    );
     assert_eq!(
         first["extra"]["external_url"],
         "http://www.getdropbox.com/u/2/screencast.html"
@@ -47,7 +50,10 @@ async fn search_maps_hits_and_pages() {
 
     let ask = serde_json::to_value(&page.items[1]).unwrap();
     assert_eq!(ask["title"], "Ask HN: Rust & Go?");
-    assert_eq!(ask["text"], "Rust & Go: what's your take?\nÜnïcode — “quotes”");
+    assert_eq!(
+        ask["text"],
+        "Rust & Go: what's your take?\nÜnïcode — “quotes”"
+    );
     assert_eq!(
         ask["created_at"], "2008-02-25T22:10:05Z",
         "ISO date used when the unix one is missing"
@@ -96,11 +102,19 @@ async fn upstream_failures_map_to_call_errors() {
     up.route(Route::get("/prefix/api/v1/items/3").body("<html>garbage"));
     let sources = sources_at(&up);
     let call = |id: &str| {
-        let request = EndpointId::TechforumStory.parse(&format!("id={id}")).unwrap();
+        let request = EndpointId::TechforumStory
+            .parse(&format!("id={id}"))
+            .unwrap();
         let sources = &sources;
         async move { sources.call(&request).await }
     };
     assert!(matches!(call("1").await, Err(CallError::Upstream(_))));
-    assert!(matches!(call("2").await, Err(CallError::AllSourcesFailed(_))));
-    assert!(matches!(call("3").await, Err(CallError::AllSourcesFailed(_))));
+    assert!(matches!(
+        call("2").await,
+        Err(CallError::AllSourcesFailed(_))
+    ));
+    assert!(matches!(
+        call("3").await,
+        Err(CallError::AllSourcesFailed(_))
+    ));
 }

@@ -106,7 +106,8 @@ impl Operation {
         for p in &self.path_params {
             path = path.replace(&format!("{{{}}}", p.name), &p.example);
         }
-        let wanted = |p: &&ParamSpec| p.required || self.one_of.iter().any(|g| g.first() == Some(&p.name));
+        let wanted =
+            |p: &&ParamSpec| p.required || self.one_of.iter().any(|g| g.first() == Some(&p.name));
         let query: Vec<String> = self
             .params
             .iter()
@@ -143,7 +144,9 @@ fn url_encode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
@@ -165,7 +168,11 @@ pub struct ParamSpec {
 impl ParamSpec {
     pub fn example_json(&self) -> Value {
         match &self.kind {
-            Kind::Integer { .. } => self.example.parse::<i64>().map(Value::from).unwrap_or(Value::Null),
+            Kind::Integer { .. } => self
+                .example
+                .parse::<i64>()
+                .map(Value::from)
+                .unwrap_or(Value::Null),
             Kind::Boolean => Value::Bool(self.example == "true"),
             _ => Value::String(self.example.clone()),
         }
@@ -232,10 +239,18 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
     let mut errors = Vec::new();
     for (name, e) in &cat.errors {
         if !(400..=599).contains(&e.status) {
-            d.at(&format!("error `{name}`"), "status", "must be a 4xx or 5xx status");
+            d.at(
+                &format!("error `{name}`"),
+                "status",
+                "must be a 4xx or 5xx status",
+            );
         }
         if !names::is_screaming(name) {
-            d.at(&format!("error `{name}`"), "name", "must be SCREAMING_SNAKE_CASE");
+            d.at(
+                &format!("error `{name}`"),
+                "name",
+                "must be SCREAMING_SNAKE_CASE",
+            );
         }
         errors.push(ErrorCode {
             name: name.clone(),
@@ -304,11 +319,17 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
                     d.at(
                         &place,
                         "invalid_by_parser",
-                        format_args!("`{v}` is already rejected by the pattern; list it under `invalid`"),
+                        format_args!(
+                            "`{v}` is already rejected by the pattern; list it under `invalid`"
+                        ),
                     );
                 }
                 if g.parse.is_none() {
-                    d.at(&place, "invalid_by_parser", "needs a `parse` to reject these values");
+                    d.at(
+                        &place,
+                        "invalid_by_parser",
+                        "needs a `parse` to reject these values",
+                    );
                 }
             }
             regexes.insert(name.clone(), (re, max));
@@ -347,7 +368,11 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
         }
         let ident = names::op_ident(&path, method, ep.handler.as_deref());
         if !seen_idents.insert(ident.clone()) {
-            d.at(&place, "handler", format_args!("name `{ident}` is used twice"));
+            d.at(
+                &place,
+                "handler",
+                format_args!("name `{ident}` is used twice"),
+            );
         }
 
         let kind = match (&ep.platform, &ep.credits) {
@@ -367,7 +392,11 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
                     );
                 }
                 if !(1..=5).contains(credits) {
-                    d.at(&place, "credits", "a platform endpoint costs 1 to 5 credits");
+                    d.at(
+                        &place,
+                        "credits",
+                        "a platform endpoint costs 1 to 5 credits",
+                    );
                 }
                 if method != Method::Get {
                     d.at(&place, "method", "platform endpoints are GET");
@@ -408,7 +437,11 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
                     d.at(&place, "handler", "must be a snake_case function name");
                 }
                 let response = ep.response.clone().unwrap_or_else(|| {
-                    d.at(&place, "response", "is required on a non-platform operation");
+                    d.at(
+                        &place,
+                        "response",
+                        "is required on a non-platform operation",
+                    );
                     String::new()
                 });
                 if !response.is_empty() && !cat.schemas.contains_key(&response) {
@@ -436,25 +469,26 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
             }
         };
 
-        let mut resolve_all = |d: &mut Diags, params: &IndexMap<String, model::Param>, what: &str| {
-            params
-                .iter()
-                .filter_map(|(name, p)| {
-                    resolve_param(
-                        d,
-                        &place,
-                        what,
-                        name,
-                        p,
-                        &ident,
-                        max_default,
-                        &cat.enums,
-                        &mut grammars,
-                        &mut regexes,
-                    )
-                })
-                .collect::<Vec<_>>()
-        };
+        let mut resolve_all =
+            |d: &mut Diags, params: &IndexMap<String, model::Param>, what: &str| {
+                params
+                    .iter()
+                    .filter_map(|(name, p)| {
+                        resolve_param(
+                            d,
+                            &place,
+                            what,
+                            name,
+                            p,
+                            &ident,
+                            max_default,
+                            &cat.enums,
+                            &mut grammars,
+                            &mut regexes,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
         let params = resolve_all(&mut d, &ep.params, "params");
         let path_params = resolve_all(&mut d, &ep.path_params, "path_params");
         let body = ep.body.as_ref().map(|b| resolve_all(&mut d, b, "body"));
@@ -483,7 +517,11 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
         let fields: Vec<&ParamSpec> = params.iter().chain(body.iter().flatten()).collect();
         for (i, group) in ep.one_of.iter().enumerate() {
             if group.len() < 2 {
-                d.at(&place, &format!("one_of[{i}]"), "a group needs at least two members");
+                d.at(
+                    &place,
+                    &format!("one_of[{i}]"),
+                    "a group needs at least two members",
+                );
             }
             for member in group {
                 match fields.iter().find(|p| &p.name == member) {
@@ -517,7 +555,9 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
                 errors_for_op.push(code.clone());
             }
         }
-        let has_input = !params.is_empty() || !path_params.is_empty() || body.as_ref().is_some_and(|b| !b.is_empty());
+        let has_input = !params.is_empty()
+            || !path_params.is_empty()
+            || body.as_ref().is_some_and(|b| !b.is_empty());
         if has_input && !errors_for_op.iter().any(|c| c == "VALIDATION_ERROR") {
             d.at(
                 &place,
@@ -603,7 +643,11 @@ fn check_enum_values(d: &mut Diags, place: &str, field: &str, values: &[String])
                 format_args!("value `{v}` is repeated (or differs only in case or punctuation)"),
             );
         }
-        if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        if v.is_empty()
+            || !v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
             d.at(
                 place,
                 field,
@@ -631,7 +675,11 @@ fn resolve_param(
     if !names::is_snake(name) {
         at("a parameter name must be snake_case".into());
     }
-    let sources = [p.grammar.is_some(), p.pattern.is_some(), p.choices.is_some()];
+    let sources = [
+        p.grammar.is_some(),
+        p.pattern.is_some(),
+        p.choices.is_some(),
+    ];
     if sources.iter().filter(|s| **s).count() > 1 {
         at("use only one of `grammar`, `pattern` and `enum`".into());
     }
@@ -665,7 +713,10 @@ fn resolve_param(
         }
         ParamType::String => {
             if p.minimum.is_some() || p.maximum.is_some() {
-                at("`minimum`/`maximum` apply to integers; use `min_length`/`max_length` for text".into());
+                at(
+                    "`minimum`/`maximum` apply to integers; use `min_length`/`max_length` for text"
+                        .into(),
+                );
             }
             if let Some(spec) = &p.choices {
                 let (shared, values) = match spec {
@@ -710,13 +761,19 @@ fn resolve_param(
                     pattern: pattern.clone(),
                     max_length: p.max_length,
                     parser: None,
-                    example: p.example.as_ref().map(model::Scalar::as_text).unwrap_or_default(),
+                    example: p
+                        .example
+                        .as_ref()
+                        .map(model::Scalar::as_text)
+                        .unwrap_or_default(),
                     valid: vec![],
                     invalid: vec![],
                     invalid_by_parser: vec![],
                     inline: true,
                 });
-                Kind::Text { grammar: Some(gname) }
+                Kind::Text {
+                    grammar: Some(gname),
+                }
             } else {
                 Kind::Text { grammar: None }
             }
@@ -769,7 +826,10 @@ fn resolve_param(
         at(format!("default `{def}` is not a valid value: {why}"));
     }
     if let Err(why) = accepts(&spec, &spec.example, regexes) {
-        at(format!("example `{}` is not a valid value: {why}", spec.example));
+        at(format!(
+            "example `{}` is not a valid value: {why}",
+            spec.example
+        ));
     }
     Some(spec)
 }
@@ -778,7 +838,10 @@ fn resolve_param(
 fn accepts(p: &ParamSpec, v: &str, regexes: &IndexMap<String, (Regex, u32)>) -> Result<(), String> {
     let len = v.chars().count() as u32;
     if len < p.min_length || len > p.max_length {
-        return Err(format!("length must be {}..={}", p.min_length, p.max_length));
+        return Err(format!(
+            "length must be {}..={}",
+            p.min_length, p.max_length
+        ));
     }
     match &p.kind {
         Kind::Integer { min, max } => match v.parse::<i64>() {

@@ -26,7 +26,8 @@ pub fn load_str(yaml: &str) -> Result<Api, Vec<String>> {
 }
 
 pub fn load(path: &Path) -> Result<Api, Vec<String>> {
-    let text = std::fs::read_to_string(path).map_err(|e| vec![format!("cannot read {}: {e}", path.display())])?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| vec![format!("cannot read {}: {e}", path.display())])?;
     load_str(&text)
 }
 
@@ -37,7 +38,8 @@ pub fn adapters_source(api: &Api) -> Result<String, String> {
 
 /// The OpenAPI 3.1.0 document, pretty-printed with a trailing newline (the committed form).
 pub fn openapi_json(api: &Api) -> String {
-    let mut s = serde_json::to_string_pretty(&openapi::document(api)).expect("a JSON value serialises");
+    let mut s =
+        serde_json::to_string_pretty(&openapi::document(api)).expect("a JSON value serialises");
     s.push('\n');
     s
 }
@@ -56,7 +58,8 @@ pub fn server_source(api: &Api) -> Result<String, String> {
 
 fn write_if_changed(path: &Path, content: &str) {
     if std::fs::read_to_string(path).ok().as_deref() != Some(content) {
-        std::fs::write(path, content).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        std::fs::write(path, content)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     }
 }
 
@@ -68,7 +71,11 @@ fn load_or_exit(catalogue: &Path) -> Api {
             for p in &problems {
                 println!("cargo:warning={}: {p}", catalogue.display());
             }
-            eprintln!("\n{} has {} problem(s):", catalogue.display(), problems.len());
+            eprintln!(
+                "\n{} has {} problem(s):",
+                catalogue.display(),
+                problems.len()
+            );
             for p in &problems {
                 eprintln!("  - {p}");
             }

@@ -18,7 +18,10 @@ pub fn is_screaming(s: &str) -> bool {
 /// `full_name` -> `FullName`, `pull-request` -> `PullRequest`, `3d` -> `V3d`.
 pub fn camel(s: &str) -> String {
     let mut out = String::new();
-    for part in s.split(|c: char| !c.is_ascii_alphanumeric()).filter(|p| !p.is_empty()) {
+    for part in s
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+    {
         let mut chars = part.chars();
         if let Some(first) = chars.next() {
             out.push(first.to_ascii_uppercase());
@@ -75,7 +78,8 @@ pub fn platform_struct(path: &str, platform: &str) -> String {
 /// Field names that are Rust keywords get a raw identifier.
 pub fn field(name: &str) -> String {
     match name {
-        "type" | "ref" | "match" | "use" | "mod" | "move" | "loop" | "fn" | "impl" | "in" | "as" => format!("r#{name}"),
+        "type" | "ref" | "match" | "use" | "mod" | "move" | "loop" | "fn" | "impl" | "in"
+        | "as" => format!("r#{name}"),
         _ => name.to_string(),
     }
 }

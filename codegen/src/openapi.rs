@@ -79,7 +79,11 @@ fn parameter(api: &Api, p: &ParamSpec, location: &str) -> Value {
 }
 
 fn body_schema(api: &Api, fields: &[ParamSpec]) -> Value {
-    let required: Vec<&str> = fields.iter().filter(|p| p.required).map(|p| p.name.as_str()).collect();
+    let required: Vec<&str> = fields
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| p.name.as_str())
+        .collect();
     let mut props = Map::new();
     for p in fields {
         let mut s = param_schema(api, p);
@@ -159,7 +163,11 @@ fn operation(api: &Api, op: &Operation) -> Value {
     o.insert("summary".into(), json!(op.summary));
     let mut description = op.description.clone().unwrap_or_default();
     for group in &op.one_of {
-        let list = group.iter().map(|g| format!("`{g}`")).collect::<Vec<_>>().join(", ");
+        let list = group
+            .iter()
+            .map(|g| format!("`{g}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
         description.push_str(&format!("\n\nAt least one of {list} is required."));
     }
     let mut responses = Map::new();
@@ -231,7 +239,10 @@ fn tag_of(path: &str) -> &'static str {
         "auth"
     } else if path.starts_with("/v1/keys") {
         "keys"
-    } else if path.starts_with("/v1/checkout") || path.starts_with("/v1/orders") || path.starts_with("/v1/plans") {
+    } else if path.starts_with("/v1/checkout")
+        || path.starts_with("/v1/orders")
+        || path.starts_with("/v1/plans")
+    {
         "billing"
     } else if path.starts_with("/v1/me") || path.starts_with("/v1/credits") {
         "account"
@@ -312,7 +323,10 @@ pub fn document(api: &Api) -> Value {
         .map(|(p, kind)| json!({ "name": p, "description": kind }))
         .collect();
     for (name, d) in [
-        ("auth", "Sign-in with an e-mailed code, browser links and sign-out."),
+        (
+            "auth",
+            "Sign-in with an e-mailed code, browser links and sign-out.",
+        ),
         ("keys", "API keys, managed from a browser session only."),
         ("account", "Balance and usage."),
         ("billing", "Credit packs, checkout and orders."),
@@ -359,7 +373,10 @@ fn schema_to_30(v: &Value) -> Value {
             for (k, val) in m {
                 match (k.as_str(), val) {
                     ("type", Value::Array(types)) => {
-                        let non_null: Vec<&Value> = types.iter().filter(|t| t.as_str() != Some("null")).collect();
+                        let non_null: Vec<&Value> = types
+                            .iter()
+                            .filter(|t| t.as_str() != Some("null"))
+                            .collect();
                         if let [one] = non_null.as_slice() {
                             out.insert("type".into(), (*one).clone());
                         }

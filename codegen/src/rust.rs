@@ -9,7 +9,8 @@ use crate::model::Auth;
 use crate::names;
 
 fn ident(s: &str) -> syn::Ident {
-    syn::parse_str::<syn::Ident>(s).unwrap_or_else(|_| format_ident!("r#{}", s.trim_start_matches("r#")))
+    syn::parse_str::<syn::Ident>(s)
+        .unwrap_or_else(|_| format_ident!("r#{}", s.trim_start_matches("r#")))
 }
 
 fn grammar_static(name: &str) -> syn::Ident {
@@ -33,7 +34,8 @@ fn value_type(api: &Api, op: &Operation, p: &ParamSpec, root: &TokenStream) -> T
                 .and_then(|g| g.parser.as_ref());
             match parser.and_then(|name| PARSERS.iter().find(|(n, _)| n == name)) {
                 Some((_, ty)) => {
-                    let ty: syn::Type = syn::parse_str(ty).expect("parser types are valid Rust types");
+                    let ty: syn::Type =
+                        syn::parse_str(ty).expect("parser types are valid Rust types");
                     quote!(#ty)
                 }
                 None => quote!(String),
@@ -47,7 +49,9 @@ fn value_type(api: &Api, op: &Operation, p: &ParamSpec, root: &TokenStream) -> T
             }
         }
         Kind::Boolean => quote!(bool),
-        Kind::Choice { shared: Some(name), .. } => {
+        Kind::Choice {
+            shared: Some(name), ..
+        } => {
             let t = format_ident!("{}", names::camel(name));
             quote!(#root #t)
         }
@@ -76,10 +80,16 @@ fn choice_enum(
     default: Option<&str>,
     doc: &str,
 ) -> TokenStream {
-    let default_idx = default.and_then(|d| values.iter().position(|v| v == d)).unwrap_or(0);
+    let default_idx = default
+        .and_then(|d| values.iter().position(|v| v == d))
+        .unwrap_or(0);
     let variants = values.iter().enumerate().map(|(i, v)| {
         let var = format_ident!("{}", names::camel(v));
-        let d = if i == default_idx { quote!(#[default]) } else { quote!() };
+        let d = if i == default_idx {
+            quote!(#[default])
+        } else {
+            quote!()
+        };
         let doc = format!("`{v}`");
         quote!(#[doc = #doc] #d #var)
     });
@@ -105,7 +115,12 @@ fn choice_enum(
 }
 
 /// Statements that read each parameter into a local of its final type, recording violations.
-fn field_reads(api: &Api, op: &Operation, params: &[ParamSpec], root: &TokenStream) -> Vec<TokenStream> {
+fn field_reads(
+    api: &Api,
+    op: &Operation,
+    params: &[ParamSpec],
+    root: &TokenStream,
+) -> Vec<TokenStream> {
     params
         .iter()
         .map(|p| {
@@ -153,7 +168,12 @@ fn field_reads(api: &Api, op: &Operation, params: &[ParamSpec], root: &TokenStre
         .collect()
 }
 
-fn struct_fields(api: &Api, op: &Operation, params: &[ParamSpec], root: &TokenStream) -> Vec<TokenStream> {
+fn struct_fields(
+    api: &Api,
+    op: &Operation,
+    params: &[ParamSpec],
+    root: &TokenStream,
+) -> Vec<TokenStream> {
     params
         .iter()
         .map(|p| {
@@ -268,7 +288,11 @@ fn shared_enums(api: &Api) -> TokenStream {
 pub fn typed_requests(api: &Api) -> TokenStream {
     let grammar_mod = grammars(api);
     let enums = shared_enums(api);
-    let platform_ops: Vec<&Operation> = api.operations.iter().filter(|o| o.platform().is_some()).collect();
+    let platform_ops: Vec<&Operation> = api
+        .operations
+        .iter()
+        .filter(|o| o.platform().is_some())
+        .collect();
 
     let mut modules = Vec::new();
     for (platform, kind) in &api.platforms {
@@ -280,7 +304,10 @@ pub fn typed_requests(api: &Api) -> TokenStream {
             let sname = format_ident!("{}", op_struct_name(op));
             let variant = format_ident!("{}", names::camel(&op.ident));
             let inline_enums = op.params.iter().filter_map(|p| match &p.kind {
-                Kind::Choice { shared: None, values } => {
+                Kind::Choice {
+                    shared: None,
+                    values,
+                } => {
                     let doc = format!("Values of `{}` on `{}`.", p.name, op.path);
                     Some(choice_enum(
                         &quote!(crate::request),
@@ -463,8 +490,12 @@ pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStre
                 let inline_enums: Vec<TokenStream> = all
                     .iter()
                     .filter_map(|p| match &p.kind {
-                        Kind::Choice { shared: None, values } => {
-                            let doc = format!("Values of `{}` on `{} {}`.", p.name, method_str, op.path);
+                        Kind::Choice {
+                            shared: None,
+                            values,
+                        } => {
+                            let doc =
+                                format!("Values of `{}` on `{} {}`.", p.name, method_str, op.path);
                             Some(choice_enum(
                                 &quote!(adapters::request),
                                 &inline_enum_name(op, p),
@@ -478,7 +509,8 @@ pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStre
                     .collect();
                 let inits = field_inits(&all);
                 let path_reads = field_reads(api, op, &op.path_params, &root);
-                let path_names: Vec<&str> = op.path_params.iter().map(|p| p.name.as_str()).collect();
+                let path_names: Vec<&str> =
+                    op.path_params.iter().map(|p| p.name.as_str()).collect();
                 let query_reads = field_reads(api, op, &op.params, &root);
                 let query_names: Vec<&str> = op.params.iter().map(|p| p.name.as_str()).collect();
                 let body_reads = op
@@ -486,7 +518,8 @@ pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStre
                     .as_ref()
                     .map(|b| field_reads(api, op, b, &root))
                     .unwrap_or_default();
-                let body_names: Vec<&str> = op.body.iter().flatten().map(|p| p.name.as_str()).collect();
+                let body_names: Vec<&str> =
+                    op.body.iter().flatten().map(|p| p.name.as_str()).collect();
                 let has_body = op.body.is_some();
                 let one_of = op.one_of.iter().map(|g| quote!(p.one_of(&[#(#g),*]);));
                 let doc = format!("Input of `{} {}`: {}", method_str, op.path, op.summary);
@@ -577,7 +610,8 @@ pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStre
 }
 
 pub fn render(tokens: TokenStream) -> Result<String, String> {
-    let file: syn::File = syn::parse2(tokens).map_err(|e| format!("generated code does not parse: {e}"))?;
+    let file: syn::File =
+        syn::parse2(tokens).map_err(|e| format!("generated code does not parse: {e}"))?;
     Ok(format!(
         "// @generated by codegen from spec/catalogue.yaml. Do not edit: change the catalogue.\n\n{}",
         prettyplease::unparse(&file)

@@ -21,7 +21,11 @@ pub enum Caller {
     Anonymous,
 }
 
-pub async fn authenticate(_state: &AppState, _headers: &HeaderMap, scheme: Scheme) -> ApiResult<Caller> {
+pub async fn authenticate(
+    _state: &AppState,
+    _headers: &HeaderMap,
+    scheme: Scheme,
+) -> ApiResult<Caller> {
     match scheme {
         Scheme::None => Ok(Caller::Anonymous),
         _ => Err(ApiError::not_configured(

@@ -64,7 +64,15 @@ mod tests {
     fn packs_match_the_spec() {
         let shown: Vec<(&str, u64, String, String, u64)> = PACKS
             .iter()
-            .map(|p| (p.id, p.credits, p.price(), p.price_per_credit(), p.discount_percent()))
+            .map(|p| {
+                (
+                    p.id,
+                    p.credits,
+                    p.price(),
+                    p.price_per_credit(),
+                    p.discount_percent(),
+                )
+            })
             .collect();
         assert_eq!(
             shown,

@@ -45,7 +45,8 @@ impl Default for Limits {
 
 impl Config {
     pub fn from_file(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
         toml::from_str(&text).map_err(|e| format!("config {}: {e}", path.display()))
     }
 

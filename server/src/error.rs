@@ -43,8 +43,8 @@ impl ApiError {
 
     /// 422 listing every violation; `example` is a working request for the same operation.
     pub fn validation(v: Violations, example: &str) -> Self {
-        let mut e =
-            ApiError::new(ErrorCode::ValidationError, v.summary()).with_fix(format!("a valid request: {example}"));
+        let mut e = ApiError::new(ErrorCode::ValidationError, v.summary())
+            .with_fix(format!("a valid request: {example}"));
         e.violations = v.0;
         e
     }
@@ -84,7 +84,10 @@ impl ApiError {
         }
         let mut body = Map::new();
         body.insert("success".into(), json!(false));
-        body.insert("endpoint".into(), json!(ctx.map(|c| c.endpoint.as_str()).unwrap_or("")));
+        body.insert(
+            "endpoint".into(),
+            json!(ctx.map(|c| c.endpoint.as_str()).unwrap_or("")),
+        );
         body.insert("error".into(), Value::Object(error));
         body.insert("credits_used".into(), json!(0));
         if let Some(n) = self.credits_remaining {
@@ -110,7 +113,8 @@ impl std::fmt::Display for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let ctx = crate::http::current();
-        let status = StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status =
+            StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         if status.is_server_error() {
             tracing::error!(code = self.code.as_str(), message = %self.message, "request failed");
         }

@@ -123,7 +123,11 @@ async fn read_json_body(req: Request, limit: usize) -> ApiResult<Option<Value>> 
     }
     let bytes = axum::body::to_bytes(req.into_body(), limit)
         .await
-        .map_err(|_| ApiError::bad_request("the body could not be read, or is longer than its Content-Length"))?;
+        .map_err(|_| {
+            ApiError::bad_request(
+                "the body could not be read, or is longer than its Content-Length",
+            )
+        })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
@@ -134,7 +138,13 @@ async fn read_json_body(req: Request, limit: usize) -> ApiResult<Option<Value>> 
 
 /// Runs one account, billing or status operation: authenticate, read path, query and body, then
 /// the typed handler `f` (which the generated route gives the typed input).
-pub async fn operation<F, Fut>(state: AppState, req: Request, scheme: Scheme, has_body: bool, f: F) -> Response
+pub async fn operation<F, Fut>(
+    state: AppState,
+    req: Request,
+    scheme: Scheme,
+    has_body: bool,
+    f: F,
+) -> Response
 where
     F: FnOnce(AppState, Caller, RawInput) -> Fut,
     Fut: Future<Output = ApiResult>,
@@ -144,11 +154,19 @@ where
         let (mut parts, body) = req.into_parts();
         let path_params = RawPathParams::from_request_parts(&mut parts, &())
             .await
-            .map(|p| p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+            .map(|p| {
+                p.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            })
             .map_err(|_| ApiError::bad_request("a path segment is not valid UTF-8"))?;
         let query = parts.uri.query().unwrap_or("").to_string();
         let body = if has_body && parts.method != Method::GET {
-            read_json_body(Request::from_parts(parts, body), state.config.limits.body_max_bytes).await?
+            read_json_body(
+                Request::from_parts(parts, body),
+                state.config.limits.body_max_bytes,
+            )
+            .await?
         } else {
             drop(body);
             None

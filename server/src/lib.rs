@@ -54,7 +54,10 @@ impl AppState {
                 continue;
             }
             seen.push(meta.platform);
-            let count = endpoints.iter().filter(|m| m.platform == meta.platform).count();
+            let count = endpoints
+                .iter()
+                .filter(|m| m.platform == meta.platform)
+                .count();
             platforms.push(json!({
                 "platform": meta.platform,
                 "kind": platform_kind(meta.platform),
@@ -102,6 +105,8 @@ pub fn app(state: AppState) -> Router {
         .fallback(http::unknown_endpoint)
         .method_not_allowed_fallback(http::unknown_endpoint)
         .with_state(state)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(http::panic_response))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            http::panic_response,
+        ))
         .layer(axum::middleware::from_fn(http::request_context))
 }

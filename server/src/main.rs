@@ -79,7 +79,9 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build();
             match runtime
                 .map_err(|e| e.to_string())
                 .and_then(|rt| rt.block_on(serve(config, listen)))
@@ -95,7 +97,8 @@ fn main() -> ExitCode {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -18,7 +18,8 @@ pub async fn serve(_state: AppState, endpoint: EndpointId, req: HttpRequest) -> 
     match endpoint.parse(req.uri().query().unwrap_or("")) {
         Err(violations) => ApiError::validation(violations, meta.example).into_response(),
         // Platform calls need an API key; until keys exist on this deployment, none can be served.
-        Ok(_request) => ApiError::not_configured("API keys are not configured on this deployment").into_response(),
+        Ok(_request) => ApiError::not_configured("API keys are not configured on this deployment")
+            .into_response(),
     }
 }
 
@@ -48,7 +49,13 @@ pub async fn fetch(state: &AppState, request: &Request) -> Result<Page, ApiError
 }
 
 /// The success envelope of one call.
-pub fn success(platform: &str, page: Page, credits_used: u32, credits_remaining: i64, request_id: &str) -> Response {
+pub fn success(
+    platform: &str,
+    page: Page,
+    credits_used: u32,
+    credits_remaining: i64,
+    request_id: &str,
+) -> Response {
     Json(json!({
         "success": true,
         "platform": platform,

@@ -214,7 +214,10 @@ async fn handle(state: Arc<Mutex<State>>, req: Request) -> Response {
             query: query.clone(),
             headers: req.headers().clone(),
         });
-        let found = s.routes.iter_mut().find(|r| r.matches(&method, &path, &query));
+        let found = s
+            .routes
+            .iter_mut()
+            .find(|r| r.matches(&method, &path, &query));
         found.map(|r| {
             if let Some(n) = r.times.as_mut() {
                 *n -= 1;
@@ -244,13 +247,13 @@ async fn handle(state: Arc<Mutex<State>>, req: Request) -> Response {
         }
     }
     let body = match reply {
-        Reply::File(name) => {
-            std::fs::read(fixtures_dir().join(&name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
-        }
+        Reply::File(name) => std::fs::read(fixtures_dir().join(&name))
+            .unwrap_or_else(|e| panic!("fixture {name}: {e}")),
         Reply::Body(b) => b,
         Reply::Delay(..) | Reply::Hang => Vec::new(),
     };
-    let mut res = Response::builder().status(StatusCode::from_u16(route.status).unwrap_or(StatusCode::OK));
+    let mut res =
+        Response::builder().status(StatusCode::from_u16(route.status).unwrap_or(StatusCode::OK));
     for (k, v) in &route.headers {
         if let (Ok(k), Ok(v)) = (HeaderName::try_from(k.as_str()), HeaderValue::from_str(v)) {
             res = res.header(k, v);

@@ -64,7 +64,10 @@ impl Violations {
             many => format!(
                 "{} problems: {}",
                 many.len(),
-                many.iter().map(|v| v.message.as_str()).collect::<Vec<_>>().join("; ")
+                many.iter()
+                    .map(|v| v.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ),
         }
     }
@@ -227,7 +230,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }
@@ -361,7 +366,9 @@ impl<'a> Params<'a> {
                 for (k, v) in fields {
                     let raw = match v {
                         Value::String(s) => Raw::Text(Cow::Borrowed(s)),
-                        Value::Number(n) if accepted.contains(&k.as_str()) => Raw::Text(Cow::Owned(n.to_string())),
+                        Value::Number(n) if accepted.contains(&k.as_str()) => {
+                            Raw::Text(Cow::Owned(n.to_string()))
+                        }
                         Value::Bool(b) => Raw::Text(Cow::Owned(b.to_string())),
                         Value::Number(_) => Raw::Other("a number"),
                         Value::Null => Raw::Other("null"),
@@ -385,7 +392,11 @@ impl<'a> Params<'a> {
                     Value::Number(_) => "a number",
                     _ => "a boolean",
                 };
-                p.violate("body", "body", format!("the body must be a JSON object, not {kind}"));
+                p.violate(
+                    "body",
+                    "body",
+                    format!("the body must be a JSON object, not {kind}"),
+                );
             }
         }
         p
@@ -413,7 +424,11 @@ impl<'a> Params<'a> {
             None => return default.map(Cow::Borrowed),
             Some(Raw::Other(kind)) => {
                 let kind = *kind;
-                self.violate(name, "type", format!("`{name}` must be a string, not {kind}"));
+                self.violate(
+                    name,
+                    "type",
+                    format!("`{name}` must be a string, not {kind}"),
+                );
                 return None;
             }
             Some(Raw::Text(v)) => v.clone(),
@@ -448,7 +463,10 @@ impl<'a> Params<'a> {
             self.violate(
                 name,
                 "min_length",
-                format!("`{name}` must be at least {min_length} characters long{}", got(&value)),
+                format!(
+                    "`{name}` must be at least {min_length} characters long{}",
+                    got(&value)
+                ),
             );
             return None;
         }
@@ -555,7 +573,11 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn choice<C: Choice>(&mut self, name: &'static str, default: Option<&'static str>) -> Option<C> {
+    pub fn choice<C: Choice>(
+        &mut self,
+        name: &'static str,
+        default: Option<&'static str>,
+    ) -> Option<C> {
         let max = C::VALUES.iter().map(|v| v.len()).max().unwrap_or(1).max(1) as u32;
         let value = self.checked_text(name, 1, max.max(512), None, default)?;
         match C::VALUES.iter().position(|v| *v == value) {
@@ -593,7 +615,11 @@ impl<'a> Params<'a> {
     /// At least one of `names` must be present.
     pub fn one_of(&mut self, names: &[&'static str]) {
         if !names.iter().any(|n| self.present(n)) {
-            let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or ");
+            let list = names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(" or ");
             let noun = self.noun();
             self.violate(
                 names[0],
@@ -623,7 +649,10 @@ mod tests {
 
     #[test]
     fn suggests_the_closest_name() {
-        assert_eq!(closest("limt", &["query", "limit", "cursor"]), Some("limit"));
+        assert_eq!(
+            closest("limt", &["query", "limit", "cursor"]),
+            Some("limit")
+        );
         assert_eq!(closest("LIMIT", &["query", "limit"]), Some("limit"));
         assert_eq!(closest("zzzzzz", &["query", "limit"]), None);
     }

@@ -216,7 +216,10 @@ mod tests {
                 unit: SpanUnit::Year
             }
         );
-        assert_eq!(date_bound("30d").unwrap().to_unix(100 * 86_400), 70 * 86_400);
+        assert_eq!(
+            date_bound("30d").unwrap().to_unix(100 * 86_400),
+            70 * 86_400
+        );
     }
 
     #[test]
@@ -233,9 +236,15 @@ mod tests {
 
     #[test]
     fn repo_and_issue_refs() {
-        assert_eq!(repo_ref("rust-lang/rust").unwrap().to_string(), "rust-lang/rust");
+        assert_eq!(
+            repo_ref("rust-lang/rust").unwrap().to_string(),
+            "rust-lang/rust"
+        );
         let i = issue_ref("a/.b/7").unwrap();
-        assert_eq!((i.repo.owner.as_str(), i.repo.name.as_str(), i.number), ("a", ".b", 7));
+        assert_eq!(
+            (i.repo.owner.as_str(), i.repo.name.as_str(), i.number),
+            ("a", ".b", 7)
+        );
     }
 
     #[test]

@@ -45,7 +45,10 @@ impl std::fmt::Debug for SourceOverride {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SourceOverride")
             .field("base_url", &self.base_url)
-            .field("credential", &self.credential.as_ref().map(|_| "<redacted>"))
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|_| "<redacted>"),
+            )
             .field("enabled", &self.enabled)
             .field("timeout_ms", &self.timeout_ms)
             .finish()
@@ -65,7 +68,10 @@ impl std::fmt::Debug for SourceSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SourceSettings")
             .field("base_url", &self.base_url)
-            .field("credential", &self.credential.as_ref().map(|_| "<redacted>"))
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|_| "<redacted>"),
+            )
             .field("enabled", &self.enabled)
             .finish()
     }
@@ -80,7 +86,9 @@ fn env_key(id: &str, field: &str) -> String {
 }
 
 fn env(id: &str, field: &str) -> Option<String> {
-    std::env::var(env_key(id, field)).ok().filter(|v| !v.is_empty())
+    std::env::var(env_key(id, field))
+        .ok()
+        .filter(|v| !v.is_empty())
 }
 
 impl SourcesConfig {

@@ -81,7 +81,11 @@ pub trait Source: Send + Sync + 'static {
         false
     }
     /// Serves one request; only called for endpoints in `endpoints()`.
-    fn fetch<'a>(&'a self, ctx: &'a Ctx<'a>, request: &'a Request) -> BoxFuture<'a, Result<Page, SourceError>>;
+    fn fetch<'a>(
+        &'a self,
+        ctx: &'a Ctx<'a>,
+        request: &'a Request,
+    ) -> BoxFuture<'a, Result<Page, SourceError>>;
 }
 
 /// Every source this build knows, in default chain order per platform.
@@ -96,7 +100,8 @@ struct Entry {
 
 impl Entry {
     fn usable(&self) -> bool {
-        self.settings.enabled && (!self.source.needs_credential() || self.settings.credential.is_some())
+        self.settings.enabled
+            && (!self.source.needs_credential() || self.settings.credential.is_some())
     }
 }
 
@@ -144,7 +149,12 @@ impl Sources {
                 id: e.source.id(),
                 platform: e.source.platform(),
                 base_url: e.settings.base_url.clone(),
-                endpoints: e.source.endpoints().iter().map(|id| id.meta().path).collect(),
+                endpoints: e
+                    .source
+                    .endpoints()
+                    .iter()
+                    .map(|id| id.meta().path)
+                    .collect(),
                 needs_credential: e.source.needs_credential(),
                 has_credential: e.settings.credential.is_some(),
                 enabled: e.usable(),
@@ -159,7 +169,10 @@ impl Sources {
             .into_iter()
             .filter(|id| id.meta().platform == platform)
             .collect();
-        let served = endpoints.iter().filter(|id| self.chain(**id).next().is_some()).count();
+        let served = endpoints
+            .iter()
+            .filter(|id| self.chain(**id).next().is_some())
+            .count();
         match served {
             0 => "not_configured",
             n if n == endpoints.len() => "ok",
@@ -205,7 +218,8 @@ impl Sources {
                 base_url: &entry.settings.base_url,
                 credential: entry.settings.credential.as_deref(),
                 cursor: resume.as_ref().map(|(_, c)| c.as_str()),
-                deadline: deadline.min(Instant::now() + Duration::from_millis(entry.settings.timeout_ms)),
+                deadline: deadline
+                    .min(Instant::now() + Duration::from_millis(entry.settings.timeout_ms)),
             };
             match entry.source.fetch(&ctx, request).await {
                 Ok(mut page) => {

@@ -87,7 +87,10 @@ pub fn parse_iso(s: &str) -> Option<String> {
         t if t.starts_with(['+', '-']) => {
             let sign = if t.starts_with('-') { -1 } else { 1 };
             let t = t[1..].replace(':', "");
-            let (oh, om) = (digits(&t, 0..2)?, if t.len() >= 4 { digits(&t, 2..4)? } else { 0 });
+            let (oh, om) = (
+                digits(&t, 0..2)?,
+                if t.len() >= 4 { digits(&t, 2..4)? } else { 0 },
+            );
             sign * (i64::from(oh) * 3600 + i64::from(om) * 60)
         }
         _ => return None,
@@ -100,7 +103,9 @@ pub fn parse_iso(s: &str) -> Option<String> {
 pub fn normalize(v: &serde_json::Value) -> Option<String> {
     match v {
         serde_json::Value::Number(n) => from_unix_number(n.as_f64()?),
-        serde_json::Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') => {
+        serde_json::Value::String(s)
+            if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+        {
             from_unix_number(s.parse().ok()?)
         }
         serde_json::Value::String(s) => parse_iso(s),
@@ -125,7 +130,13 @@ mod tests {
         ] {
             assert_eq!(parse_iso(input).as_deref(), Some(want), "{input}");
         }
-        for bad in ["", "yesterday", "2024-13-01", "2024-01-31T25:00:00Z", "2024-01-31Tnoon"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2024-13-01",
+            "2024-01-31T25:00:00Z",
+            "2024-01-31Tnoon",
+        ] {
             assert_eq!(parse_iso(bad), None, "{bad}");
         }
     }
@@ -145,7 +156,10 @@ mod tests {
             normalize(&json!(1_175_714_200.9)).as_deref(),
             Some("2007-04-04T19:16:40Z")
         );
-        assert_eq!(normalize(&json!("1175714200")).as_deref(), Some("2007-04-04T19:16:40Z"));
+        assert_eq!(
+            normalize(&json!("1175714200")).as_deref(),
+            Some("2007-04-04T19:16:40Z")
+        );
         assert_eq!(normalize(&json!(null)), None);
         assert_eq!(normalize(&json!(true)), None);
     }
@@ -153,7 +167,10 @@ mod tests {
     #[test]
     fn unix_round_trip() {
         assert_eq!(from_unix(0).as_deref(), Some("1970-01-01T00:00:00Z"));
-        assert_eq!(from_unix(1_175_714_200).as_deref(), Some("2007-04-04T19:16:40Z"));
+        assert_eq!(
+            from_unix(1_175_714_200).as_deref(),
+            Some("2007-04-04T19:16:40Z")
+        );
         assert_eq!(to_unix(2007, 4, 4, 19, 16, 40), 1_175_714_200);
         assert_eq!(from_unix(-1), None);
     }

@@ -81,8 +81,14 @@ pub fn to_text(html: &str) -> String {
         let tag = rest[open + 1..open + close]
             .trim_start_matches('/')
             .to_ascii_lowercase();
-        let name = tag.split(|c: char| c.is_whitespace() || c == '/').next().unwrap_or("");
-        if matches!(name, "p" | "br" | "div" | "li" | "pre" | "blockquote") && !out.is_empty() && !out.ends_with('\n') {
+        let name = tag
+            .split(|c: char| c.is_whitespace() || c == '/')
+            .next()
+            .unwrap_or("");
+        if matches!(name, "p" | "br" | "div" | "li" | "pre" | "blockquote")
+            && !out.is_empty()
+            && !out.ends_with('\n')
+        {
             out.push('\n');
         }
         rest = &rest[open + close + 1..];
@@ -104,7 +110,10 @@ mod tests {
 
     #[test]
     fn entities() {
-        assert_eq!(unescape("a &amp; b &#39;c&#x27; &eacute;x &"), "a & b 'c' &eacute;x &");
+        assert_eq!(
+            unescape("a &amp; b &#39;c&#x27; &eacute;x &"),
+            "a & b 'c' &eacute;x &"
+        );
         assert_eq!(unescape("&#0;"), "&#0;");
     }
 

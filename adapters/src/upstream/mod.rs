@@ -106,9 +106,9 @@ impl Ctx<'_> {
             StatusCode::TOO_MANY_REQUESTS => Err(SourceError::RateLimited),
             StatusCode::NOT_FOUND | StatusCode::GONE => Err(SourceError::NotFound),
             s if s.is_server_error() => Err(SourceError::Unavailable(format!("answered {s}"))),
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                Err(SourceError::Unavailable(format!("refused access ({status})")))
-            }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(SourceError::Unavailable(
+                format!("refused access ({status})"),
+            )),
             s => Err(SourceError::Rejected(format!("answered {s}"))),
         }
     }
@@ -159,6 +159,9 @@ pub mod json {
     }
 
     pub fn array<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-        v.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+        v.get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 }

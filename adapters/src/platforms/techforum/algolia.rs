@@ -30,7 +30,11 @@ impl Source for Algolia {
             EndpointId::TechforumProfile,
         ]
     }
-    fn fetch<'a>(&'a self, ctx: &'a Ctx<'a>, request: &'a Request) -> BoxFuture<'a, Result<Page, SourceError>> {
+    fn fetch<'a>(
+        &'a self,
+        ctx: &'a Ctx<'a>,
+        request: &'a Request,
+    ) -> BoxFuture<'a, Result<Page, SourceError>> {
         Box::pin(async move {
             match request {
                 Request::TechforumSearch(r) => {
@@ -94,7 +98,9 @@ impl Source for Algolia {
                         next_cursor: None,
                     })
                 }
-                _ => Err(SourceError::Rejected("endpoint not served by this source".into())),
+                _ => Err(SourceError::Rejected(
+                    "endpoint not served by this source".into(),
+                )),
             }
         })
     }
@@ -116,9 +122,16 @@ fn search_page(body: &Value, page: u64) -> Result<Page, SourceError> {
 
 fn hit_item(hit: &Value) -> Option<Item> {
     let id = json::id(hit, "objectID")?;
-    let tags: Vec<&str> = json::array(hit, "_tags").iter().filter_map(Value::as_str).collect();
+    let tags: Vec<&str> = json::array(hit, "_tags")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     let is_comment = tags.contains(&"comment");
-    let mut item = Item::new(PLATFORM, if is_comment { "comment" } else { "post" }, id.clone());
+    let mut item = Item::new(
+        PLATFORM,
+        if is_comment { "comment" } else { "post" },
+        id.clone(),
+    );
     item.url = Some(item_url(&id));
     item.title = json::str(hit, "title").map(html::unescape);
     let body = if is_comment {
@@ -138,7 +151,10 @@ fn hit_item(hit: &Value) -> Option<Item> {
     if is_comment {
         item.extra("story_id", json::id(hit, "story_id"));
         item.extra("parent_id", json::id(hit, "parent_id"));
-        item.extra("story_title", json::str(hit, "story_title").map(html::unescape));
+        item.extra(
+            "story_title",
+            json::str(hit, "story_title").map(html::unescape),
+        );
     }
     Some(item)
 }
