@@ -555,18 +555,16 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
                 errors_for_op.push(code.clone());
             }
         }
-        let has_input = !params.is_empty()
-            || !path_params.is_empty()
-            || body.as_ref().is_some_and(|b| !b.is_empty());
-        if has_input && !errors_for_op.iter().any(|c| c == "VALIDATION_ERROR") {
-            d.at(
-                &place,
-                "errors",
-                "an operation with parameters can send VALIDATION_ERROR; list it",
-            );
+        // Codes the runtime can send on any operation, whatever the catalogue lists: unknown query
+        // parameters (422) and faults (500); and on every operation with a body, the body rules.
+        let mut implied = vec!["VALIDATION_ERROR", "INTERNAL"];
+        if ep.body.is_some() {
+            implied.extend(["BAD_REQUEST", "LENGTH_REQUIRED", "PAYLOAD_TOO_LARGE"]);
         }
-        if !errors_for_op.iter().any(|c| c == "INTERNAL") && cat.errors.contains_key("INTERNAL") {
-            errors_for_op.push("INTERNAL".into());
+        for code in implied {
+            if cat.errors.contains_key(code) && !errors_for_op.iter().any(|c| c == code) {
+                errors_for_op.push(code.into());
+            }
         }
 
         operations.push(Operation {

@@ -253,6 +253,30 @@ fn tag_of(path: &str) -> &'static str {
     }
 }
 
+/// The credential schemes, only those some operation uses.
+fn security_schemes(api: &Api) -> Value {
+    let used = |a: Auth| {
+        api.operations.iter().any(|o| match &o.kind {
+            OpKind::Platform { .. } => a == Auth::ApiKey,
+            OpKind::Account { auth, .. } => {
+                *auth == a
+                    || (*auth == Auth::ApiKeyOrSession && matches!(a, Auth::ApiKey | Auth::Session))
+            }
+        })
+    };
+    let mut schemes = Map::new();
+    if used(Auth::ApiKey) {
+        schemes.insert("ApiKey".into(), json!({ "type": "apiKey", "in": "header", "name": "x-api-key", "description": "An API key, created in the dashboard." }));
+    }
+    if used(Auth::Session) {
+        schemes.insert("Session".into(), json!({ "type": "apiKey", "in": "header", "name": "x-session", "description": "A browser session token from sign-in." }));
+    }
+    if used(Auth::OwnerKey) {
+        schemes.insert("OwnerKey".into(), json!({ "type": "apiKey", "in": "header", "name": "x-owner-key", "description": "The operator's key from the configuration." }));
+    }
+    Value::Object(schemes)
+}
+
 fn error_envelope(api: &Api) -> Value {
     let codes: Vec<&str> = api.errors.iter().map(|e| e.name.as_str()).collect();
     json!({
@@ -355,11 +379,7 @@ pub fn document(api: &Api) -> Value {
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {
-                "ApiKey": { "type": "apiKey", "in": "header", "name": "x-api-key", "description": "An API key, created in the dashboard." },
-                "Session": { "type": "apiKey", "in": "header", "name": "x-session", "description": "A browser session token from sign-in." },
-                "OwnerKey": { "type": "apiKey", "in": "header", "name": "x-owner-key", "description": "The operator's key from the configuration." }
-            }
+            "securitySchemes": security_schemes(api),
         }
     })
 }
