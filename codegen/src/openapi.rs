@@ -213,7 +213,10 @@ fn operation(api: &Api, op: &Operation) -> Value {
     if !op.one_of.is_empty() {
         o.insert("x-one-of".into(), json!(op.one_of));
     }
-    o.insert("description".into(), json!(description.trim()));
+    // An empty description is noise to readers and linters; leave the key out instead.
+    if !description.trim().is_empty() {
+        o.insert("description".into(), json!(description.trim()));
+    }
     let params: Vec<Value> = op
         .path_params
         .iter()
