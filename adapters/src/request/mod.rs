@@ -395,13 +395,15 @@ impl<'a> Params<'a> {
         p
     }
 
+    /// Given, even if its value was refused while reading (repeated, or a malformed escape), so
+    /// that `required` and `one_of` do not report a parameter the client did send.
     fn present(&self, name: &str) -> bool {
         self.values.iter().any(|(n, _)| n == name)
             || self
                 .violations
                 .0
                 .iter()
-                .any(|v| v.parameter == name && v.rule == "repeated")
+                .any(|v| v.parameter == name && matches!(v.rule, "repeated" | "format"))
     }
 
     /// The value as text, with the shared checks (type, empty, lengths, pattern); the default when absent.
