@@ -555,18 +555,12 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
                 errors_for_op.push(code.clone());
             }
         }
-        let has_input = !params.is_empty()
-            || !path_params.is_empty()
-            || body.as_ref().is_some_and(|b| !b.is_empty());
-        if has_input && !errors_for_op.iter().any(|c| c == "VALIDATION_ERROR") {
-            d.at(
-                &place,
-                "errors",
-                "an operation with parameters can send VALIDATION_ERROR; list it",
-            );
-        }
-        if !errors_for_op.iter().any(|c| c == "INTERNAL") && cat.errors.contains_key("INTERNAL") {
-            errors_for_op.push("INTERNAL".into());
+        // Every operation refuses unknown and repeated query parameters (and malformed escapes),
+        // so every one can answer VALIDATION_ERROR, inputs or not; like INTERNAL it is implied.
+        for implied in ["VALIDATION_ERROR", "INTERNAL"] {
+            if !errors_for_op.iter().any(|c| c == implied) && cat.errors.contains_key(implied) {
+                errors_for_op.push(implied.into());
+            }
         }
 
         operations.push(Operation {

@@ -358,13 +358,46 @@ pub fn document(api: &Api) -> Value {
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {
-                "ApiKey": { "type": "apiKey", "in": "header", "name": "x-api-key", "description": "An API key, created in the dashboard." },
-                "Session": { "type": "apiKey", "in": "header", "name": "x-session", "description": "A browser session token from sign-in." },
-                "OwnerKey": { "type": "apiKey", "in": "header", "name": "x-owner-key", "description": "The operator's key from the configuration." }
-            }
+            "securitySchemes": security_schemes(api)
         }
     })
+}
+
+/// The security schemes some operation uses (an unused one is a dangling definition).
+fn security_schemes(api: &Api) -> Value {
+    let all = [
+        (
+            "ApiKey",
+            json!({ "type": "apiKey", "in": "header", "name": "x-api-key", "description": "An API key, created in the dashboard." }),
+        ),
+        (
+            "Session",
+            json!({ "type": "apiKey", "in": "header", "name": "x-session", "description": "A browser session token from sign-in." }),
+        ),
+        (
+            "OwnerKey",
+            json!({ "type": "apiKey", "in": "header", "name": "x-owner-key", "description": "The operator's key from the configuration." }),
+        ),
+    ];
+    let used: Vec<Value> = api
+        .operations
+        .iter()
+        .map(|op| match &op.kind {
+            OpKind::Platform { .. } => security(Auth::ApiKey),
+            OpKind::Account { auth, .. } => security(*auth),
+        })
+        .collect();
+    let mut out = Map::new();
+    for (name, scheme) in all {
+        if used
+            .iter()
+            .flat_map(|s| s.as_array().into_iter().flatten())
+            .any(|req| req.get(name).is_some())
+        {
+            out.insert(name.into(), scheme);
+        }
+    }
+    Value::Object(out)
 }
 
 /// Renders a 3.1 schema tree in 3.0 terms: type arrays with null become `nullable`, `const` becomes a

@@ -134,3 +134,35 @@ fn every_platform_operation_states_its_price_and_errors() {
         }
     }
 }
+
+#[test]
+fn every_operation_documents_422_and_500() {
+    // Unknown or repeated query parameters are refused on every route, inputs or not.
+    let doc = doc31();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for status in ["422", "500"] {
+                assert!(
+                    op["responses"][status].is_object(),
+                    "{method} {path} lacks {status}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn only_used_security_schemes_are_defined() {
+    let doc = doc31();
+    let text = doc["paths"].to_string();
+    for name in doc["components"]["securitySchemes"]
+        .as_object()
+        .unwrap()
+        .keys()
+    {
+        assert!(
+            text.contains(&format!("\"{name}\"")),
+            "scheme {name} is unused"
+        );
+    }
+}

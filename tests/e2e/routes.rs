@@ -133,3 +133,16 @@ async fn status_is_served_without_credentials() {
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["endpoint_count"], adapters::api::ENDPOINTS.len());
 }
+
+#[tokio::test]
+async fn operations_without_inputs_refuse_unknown_parameters() {
+    for path in [
+        "/v1/status?verbose=1",
+        "/v1/plans?x=1",
+        "/v1/openapi.json?v=3",
+    ] {
+        let r = server().get(path).await;
+        let name = path.split_once('?').unwrap().1.split('=').next().unwrap();
+        r.assert_names(name);
+    }
+}
