@@ -79,6 +79,9 @@ impl fmt::Display for Violations {
     }
 }
 
+/// A typed parser's verdict on a value that matched its grammar's pattern.
+pub type ParserCheck = fn(&str) -> Result<(), String>;
+
 /// A named value grammar of the catalogue. The regex is compiled on first use; the generator has
 /// already compiled it with the same engine, so it cannot fail here.
 pub struct Grammar {
@@ -91,7 +94,7 @@ pub struct Grammar {
     pub invalid: &'static [&'static str],
     pub invalid_by_parser: &'static [&'static str],
     /// The typed parser's verdict, for grammars that have one.
-    pub parser_check: Option<fn(&str) -> Result<(), String>>,
+    pub parser_check: Option<ParserCheck>,
     regex: OnceLock<Regex>,
 }
 
@@ -105,7 +108,7 @@ impl Grammar {
         valid: &'static [&'static str],
         invalid: &'static [&'static str],
         invalid_by_parser: &'static [&'static str],
-        parser_check: Option<fn(&str) -> Result<(), String>>,
+        parser_check: Option<ParserCheck>,
     ) -> Self {
         Grammar {
             name,
