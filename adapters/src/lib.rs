@@ -23,3 +23,6 @@ pub mod api {
 mod mini_api {
     include!(concat!(env!("OUT_DIR"), "/mini_api.rs"));
 }
+
+#[cfg(test)]
+mod mini_tests;

@@ -1,24 +1,67 @@
 //! The catalogue as written in YAML (`docs/catalogue-format.md`). `check` turns it into the resolved
 //! model the emitters use; nothing here decides anything.
 
+use std::fmt;
+use std::marker::PhantomData;
+
 use indexmap::IndexMap;
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
+
+/// Deserialises a map refusing repeated keys: YAML parsers keep the last of two equal keys, which
+/// would silently drop an endpoint, grammar or parameter declared twice.
+fn unique<'de, D, V>(d: D) -> Result<IndexMap<String, V>, D::Error>
+where
+    D: Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct UniqueVisitor<V>(PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> Visitor<'de> for UniqueVisitor<V> {
+        type Value = IndexMap<String, V>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a map")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = IndexMap::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if out.contains_key(&key) {
+                    return Err(de::Error::custom(format_args!("`{key}` is declared twice")));
+                }
+                let value = map.next_value()?;
+                out.insert(key, value);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(UniqueVisitor(PhantomData))
+}
+
+fn unique_opt<'de, D, V>(d: D) -> Result<Option<IndexMap<String, V>>, D::Error>
+where
+    D: Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    unique(d).map(Some)
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Catalogue {
     pub info: Info,
     pub limits: Limits,
+    #[serde(deserialize_with = "unique")]
     pub errors: IndexMap<String, ErrorDef>,
     pub platform_errors: Vec<String>,
+    #[serde(deserialize_with = "unique")]
     pub platforms: IndexMap<String, String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     pub enums: IndexMap<String, Vec<String>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     pub grammars: IndexMap<String, Grammar>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     pub schemas: IndexMap<String, Value>,
+    #[serde(deserialize_with = "unique")]
     pub endpoints: IndexMap<String, Endpoint>,
 }
 
@@ -88,10 +131,11 @@ pub struct Endpoint {
     pub handler: Option<String>,
     pub summary: String,
     pub description: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     pub params: IndexMap<String, Param>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     pub path_params: IndexMap<String, Param>,
+    #[serde(default, deserialize_with = "unique_opt")]
     pub body: Option<IndexMap<String, Param>>,
     #[serde(default)]
     pub one_of: Vec<Vec<String>>,

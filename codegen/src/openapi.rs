@@ -213,7 +213,10 @@ fn operation(api: &Api, op: &Operation) -> Value {
     if !op.one_of.is_empty() {
         o.insert("x-one-of".into(), json!(op.one_of));
     }
-    o.insert("description".into(), json!(description.trim()));
+    // An empty description is noise to readers and linters; leave the key out instead.
+    if !description.trim().is_empty() {
+        o.insert("description".into(), json!(description.trim()));
+    }
     let params: Vec<Value> = op
         .path_params
         .iter()
@@ -251,30 +254,6 @@ fn tag_of(path: &str) -> &'static str {
     } else {
         "service"
     }
-}
-
-/// The credential schemes, only those some operation uses.
-fn security_schemes(api: &Api) -> Value {
-    let used = |a: Auth| {
-        api.operations.iter().any(|o| match &o.kind {
-            OpKind::Platform { .. } => a == Auth::ApiKey,
-            OpKind::Account { auth, .. } => {
-                *auth == a
-                    || (*auth == Auth::ApiKeyOrSession && matches!(a, Auth::ApiKey | Auth::Session))
-            }
-        })
-    };
-    let mut schemes = Map::new();
-    if used(Auth::ApiKey) {
-        schemes.insert("ApiKey".into(), json!({ "type": "apiKey", "in": "header", "name": "x-api-key", "description": "An API key, created in the dashboard." }));
-    }
-    if used(Auth::Session) {
-        schemes.insert("Session".into(), json!({ "type": "apiKey", "in": "header", "name": "x-session", "description": "A browser session token from sign-in." }));
-    }
-    if used(Auth::OwnerKey) {
-        schemes.insert("OwnerKey".into(), json!({ "type": "apiKey", "in": "header", "name": "x-owner-key", "description": "The operator's key from the configuration." }));
-    }
-    Value::Object(schemes)
 }
 
 fn error_envelope(api: &Api) -> Value {
@@ -379,9 +358,46 @@ pub fn document(api: &Api) -> Value {
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": security_schemes(api),
+            "securitySchemes": security_schemes(api)
         }
     })
+}
+
+/// The security schemes some operation uses (an unused one is a dangling definition).
+fn security_schemes(api: &Api) -> Value {
+    let all = [
+        (
+            "ApiKey",
+            json!({ "type": "apiKey", "in": "header", "name": "x-api-key", "description": "An API key, created in the dashboard." }),
+        ),
+        (
+            "Session",
+            json!({ "type": "apiKey", "in": "header", "name": "x-session", "description": "A browser session token from sign-in." }),
+        ),
+        (
+            "OwnerKey",
+            json!({ "type": "apiKey", "in": "header", "name": "x-owner-key", "description": "The operator's key from the configuration." }),
+        ),
+    ];
+    let used: Vec<Value> = api
+        .operations
+        .iter()
+        .map(|op| match &op.kind {
+            OpKind::Platform { .. } => security(Auth::ApiKey),
+            OpKind::Account { auth, .. } => security(*auth),
+        })
+        .collect();
+    let mut out = Map::new();
+    for (name, scheme) in all {
+        if used
+            .iter()
+            .flat_map(|s| s.as_array().into_iter().flatten())
+            .any(|req| req.get(name).is_some())
+        {
+            out.insert(name.into(), scheme);
+        }
+    }
+    Value::Object(out)
 }
 
 /// Renders a 3.1 schema tree in 3.0 terms: type arrays with null become `nullable`, `const` becomes a

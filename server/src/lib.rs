@@ -101,10 +101,19 @@ pub fn platform_kind(platform: &str) -> String {
 
 /// The whole application: catalogue routes, fallbacks, panic catching and the request context.
 pub fn app(state: AppState) -> Router {
-    api::catalogue_router()
-        .fallback(http::unknown_endpoint)
-        .method_not_allowed_fallback(http::unknown_endpoint)
-        .with_state(state)
+    with_service_layers(
+        api::catalogue_router()
+            .fallback(http::unknown_endpoint)
+            .method_not_allowed_fallback(http::unknown_endpoint)
+            .with_state(state),
+    )
+}
+
+/// The layers every route runs under: panic catching inside the request context, so a panic
+/// still answers in the envelope with the request id. Public so tests can wrap their own routes
+/// exactly as `app` does.
+pub fn with_service_layers(router: Router) -> Router {
+    router
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             http::panic_response,
         ))

@@ -79,7 +79,7 @@ impl fmt::Display for Violations {
     }
 }
 
-/// A typed parser's verdict on a value (the value itself is produced by the generated code).
+/// A typed parser's verdict on a value that matched its grammar's pattern.
 pub type ParserCheck = fn(&str) -> Result<(), String>;
 
 /// A named value grammar of the catalogue. The regex is compiled on first use; the generator has
@@ -402,13 +402,15 @@ impl<'a> Params<'a> {
         p
     }
 
+    /// Given, even if its value was refused while reading (repeated, or a malformed escape), so
+    /// that `required` and `one_of` do not report a parameter the client did send.
     fn present(&self, name: &str) -> bool {
         self.values.iter().any(|(n, _)| n == name)
             || self
                 .violations
                 .0
                 .iter()
-                .any(|v| v.parameter == name && v.rule == "repeated")
+                .any(|v| v.parameter == name && matches!(v.rule, "repeated" | "format"))
     }
 
     /// The value as text, with the shared checks (type, empty, lengths, pattern); the default when absent.

@@ -1,0 +1,242 @@
+//! A broken catalogue must fail the build with a message naming the endpoint (or grammar) and the
+//! field. Each case breaks the small fixture catalogue in one place and checks the message.
+
+const MINI: &str = include_str!("fixtures/mini.yaml");
+
+/// The fixture with `from` replaced by `to`; panics if `from` is not in it, so a fixture edit
+/// cannot silently turn a case into a no-op.
+fn broken(from: &str, to: &str) -> String {
+    assert!(MINI.contains(from), "fixture no longer contains {from:?}");
+    MINI.replacen(from, to, 1)
+}
+
+/// Loads `yaml`, expects failure, and returns every problem joined for matching.
+fn problems(yaml: &str) -> Vec<String> {
+    match codegen::load_str(yaml) {
+        Ok(_) => panic!("the broken catalogue was accepted"),
+        Err(p) => p,
+    }
+}
+
+/// Asserts one problem mentions all of `parts` (endpoint, field, what is wrong).
+fn assert_problem(problems: &[String], parts: &[&str]) {
+    assert!(
+        problems
+            .iter()
+            .any(|p| parts.iter().all(|part| p.contains(part))),
+        "no problem mentions all of {parts:?}; got:\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn the_fixture_itself_loads() {
+    let api = codegen::load_str(MINI).expect("fixture is valid");
+    assert_eq!(api.operations.len(), 3);
+}
+
+#[test]
+fn unknown_grammar() {
+    let p = problems(&broken(
+        "id: { required: true, grammar: slug }",
+        "id: { required: true, grammar: nope }",
+    ));
+    assert_problem(
+        &p,
+        &[
+            "endpoint `GET /v1/demo/item`",
+            "field `params.id`",
+            "unknown grammar `nope`",
+        ],
+    );
+}
+
+#[test]
+fn duplicate_path_through_method_key() {
+    let yaml = broken(
+        "  POST /v1/ping:",
+        "  GET /v1/demo/item:\n    platform: demo\n    credits: 1\n    summary: again\n  POST /v1/ping:",
+    );
+    assert_problem(
+        &problems(&yaml),
+        &[
+            "endpoint `GET /v1/demo/item`",
+            "field `path`",
+            "declared twice",
+        ],
+    );
+}
+
+#[test]
+fn duplicate_path_as_repeated_key() {
+    let yaml = broken(
+        "  POST /v1/ping:",
+        "  /v1/demo/item:\n    platform: demo\n    credits: 1\n    summary: again\n  POST /v1/ping:",
+    );
+    // YAML maps would silently keep the last entry; the loader refuses the repeat instead.
+    assert_problem(
+        &problems(&yaml),
+        &["endpoints", "`/v1/demo/item` is declared twice"],
+    );
+}
+
+#[test]
+fn integer_default_outside_its_range() {
+    let p = problems(&broken(
+        "limit: { type: integer, minimum: 1, maximum: 10, default: 5 }",
+        "limit: { type: integer, minimum: 1, maximum: 10, default: 11 }",
+    ));
+    assert_problem(
+        &p,
+        &[
+            "endpoint `GET /v1/demo/search`",
+            "field `params.limit`",
+            "default `11`",
+            "1..=10",
+        ],
+    );
+}
+
+#[test]
+fn enum_default_not_among_the_values() {
+    let p = problems(&broken(
+        "sort: { enum: [new, top], default: new }",
+        "sort: { enum: [new, top], default: old }",
+    ));
+    assert_problem(
+        &p,
+        &[
+            "endpoint `GET /v1/demo/search`",
+            "field `params.sort`",
+            "default `old`",
+        ],
+    );
+}
+
+#[test]
+fn bad_inline_regex() {
+    let p = problems(&broken(
+        "type: { pattern: '^[xy]$', example: x }",
+        "type: { pattern: '^[xy$', example: x }",
+    ));
+    assert_problem(
+        &p,
+        &[
+            "endpoint `GET /v1/demo/search`",
+            "field `params.type`",
+            "does not compile",
+        ],
+    );
+}
+
+#[test]
+fn bad_grammar_regex() {
+    let p = problems(&broken("pattern: '^[a-z]{2,8}$'", "pattern: '^[a-z]{2,8$'"));
+    assert_problem(
+        &p,
+        &["grammar `slug`", "field `pattern`", "does not compile"],
+    );
+}
+
+#[test]
+fn unanchored_pattern() {
+    let p = problems(&broken("pattern: '^[a-z]{2,8}$'", "pattern: '[a-z]{2,8}'"));
+    assert_problem(&p, &["grammar `slug`", "field `pattern`", "anchored"]);
+}
+
+#[test]
+fn grammar_examples_contradict_the_pattern() {
+    let p = problems(&broken("valid: [ab, abcdefgh]", "valid: [ab, abcdefghi]"));
+    assert_problem(&p, &["grammar `slug`", "field `valid`", "`abcdefghi`"]);
+    let p = problems(&broken("invalid: [a, abcdefghi, AB]", "invalid: [a, abc]"));
+    assert_problem(&p, &["grammar `slug`", "field `invalid`", "`abc`"]);
+    let p = problems(&broken(
+        "invalid_by_parser: ['2023-02-29']",
+        "invalid_by_parser: [d7]",
+    ));
+    assert_problem(&p, &["grammar `when`", "field `invalid_by_parser`", "`d7`"]);
+}
+
+#[test]
+fn unknown_parser() {
+    let p = problems(&broken("parse: date_bound", "parse: moon_phase"));
+    assert_problem(
+        &p,
+        &[
+            "grammar `when`",
+            "field `parse`",
+            "unknown parser `moon_phase`",
+        ],
+    );
+}
+
+#[test]
+fn one_of_member_that_is_not_a_parameter() {
+    let p = problems(&broken("- [query, slug]", "- [query, slugg]"));
+    assert_problem(
+        &p,
+        &[
+            "endpoint `GET /v1/demo/search`",
+            "field `one_of[0]`",
+            "`slugg` is not a parameter",
+        ],
+    );
+}
+
+#[test]
+fn platform_price_out_of_range() {
+    let p = problems(&broken("credits: 2", "credits: 9"));
+    assert_problem(
+        &p,
+        &[
+            "endpoint `GET /v1/demo/search`",
+            "field `credits`",
+            "1 to 5",
+        ],
+    );
+}
+
+#[test]
+fn unknown_error_code() {
+    let p = problems(&broken(
+        "errors: [VALIDATION_ERROR]",
+        "errors: [VALIDATION_ERROR, NOPE]",
+    ));
+    assert_problem(
+        &p,
+        &["endpoint `POST /v1/ping`", "field `errors`", "`NOPE`"],
+    );
+}
+
+#[test]
+fn unknown_field_in_an_endpoint() {
+    let p = problems(&broken(
+        "    summary: One demo item",
+        "    sumary: One demo item",
+    ));
+    assert_problem(&p, &["/v1/demo/item", "sumary"]);
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let yaml = broken("credits: 2", "credits: 9").replacen(
+        "id: { required: true, grammar: slug }",
+        "id: { required: true, grammar: nope }",
+        1,
+    );
+    let p = problems(&yaml);
+    assert_problem(&p, &["field `credits`"]);
+    assert_problem(&p, &["field `params.id`"]);
+}
+
+#[test]
+fn repeated_parameter_key() {
+    let p = problems(&broken(
+        "      flag: { type: boolean, default: false }",
+        "      flag: { type: boolean, default: false }\n      flag: { type: boolean, default: true }",
+    ));
+    assert_problem(
+        &p,
+        &["/v1/demo/search", "params", "`flag` is declared twice"],
+    );
+}
