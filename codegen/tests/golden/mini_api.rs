@@ -312,6 +312,12 @@ impl Request {
             Request::DemoItem(_) => EndpointId::DemoItem,
         }
     }
+    /// The client's pagination cursor, on endpoints that take one.
+    pub fn cursor(&self) -> Option<&str> {
+        match self {
+            _ => None,
+        }
+    }
 }
 const _: () = {
     assert!(EndpointId::DemoSearch as usize == 0usize);
