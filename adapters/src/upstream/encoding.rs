@@ -45,8 +45,7 @@ mod tests {
     #[test]
     fn base64() {
         assert_eq!(
-            base64_decode("IyBIZWxsbwrDvG5pY8O2
-ZGU=\n").as_deref(),
+            base64_decode("IyBIZWxsbwrDvG5pY8O2\nZGU=\n").as_deref(),
             Some("# Hello\nünicöde".as_bytes())
         );
         assert_eq!(base64_decode("a*b"), None);

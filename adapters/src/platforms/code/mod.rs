@@ -62,9 +62,9 @@ pub fn repo_item(v: &Value) -> Option<Item> {
     item.created_at = v.get("created_at").and_then(dates::normalize);
     item.metrics.likes = json::number(v, "stargazers_count");
     item.extra("language", json::string(v, "language"));
-    item.extra("forks", json::number(v, "forks_count"));
-    item.extra("open_issues", json::number(v, "open_issues_count"));
-    item.extra("watchers", json::number(v, "subscribers_count"));
+    item.extra("forks", json::int(v, "forks_count"));
+    item.extra("open_issues", json::int(v, "open_issues_count"));
+    item.extra("watchers", json::int(v, "subscribers_count"));
     let topics: Vec<Value> = json::array(v, "topics").to_vec();
     if !topics.is_empty() {
         item.extra("topics", topics);
@@ -166,7 +166,7 @@ pub fn profile_item(v: &Value) -> Option<Item> {
     item.created_at = v.get("created_at").and_then(dates::normalize);
     item.extra("account_type", json::string(v, "type"));
     for key in ["followers", "following", "public_repos"] {
-        item.extra(key, json::number(v, key));
+        item.extra(key, json::int(v, key));
     }
     for key in ["company", "location", "blog"] {
         item.extra(key, json::string(v, key));

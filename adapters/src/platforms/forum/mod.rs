@@ -156,10 +156,10 @@ pub fn community_item(d: &Value) -> Option<Item> {
     item.text = body_text(d, "public_description");
     item.url = Some(format!("{SITE}/r/{name}/"));
     item.created_at = d.get("created_utc").and_then(dates::normalize);
-    item.extra("subscribers", json::number(d, "subscribers"));
+    item.extra("subscribers", json::int(d, "subscribers"));
     item.extra(
         "active_users",
-        json::number(d, "active_user_count").or_else(|| json::number(d, "accounts_active")),
+        json::int(d, "active_user_count").or_else(|| json::int(d, "accounts_active")),
     );
     item.extra("over_18", d.get("over18").and_then(Value::as_bool));
     item.extra("community_type", json::string(d, "subreddit_type"));
@@ -184,8 +184,8 @@ pub fn profile_item(d: &Value) -> Option<Item> {
         (None, None) => None,
         (l, c) => Some(l.unwrap_or(0.0) + c.unwrap_or(0.0)),
     });
-    item.extra("link_karma", link);
-    item.extra("comment_karma", comment);
+    item.extra("link_karma", link.map(|n| n as i64));
+    item.extra("comment_karma", comment.map(|n| n as i64));
     item.extra("verified", d.get("verified").and_then(Value::as_bool));
     item.extra("is_employee", d.get("is_employee").and_then(Value::as_bool));
     Some(item)
