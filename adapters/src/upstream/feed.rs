@@ -155,11 +155,7 @@ fn start_attrs(entry: &mut FeedEntry, name: &str, e: &BytesStart<'_>) {
                 entry.link = attr(e, "href");
             }
         }
-        "source" => {
-            if entry.source_url.is_none() {
-                entry.source_url = attr(e, "url");
-            }
-        }
+        "source" if entry.source_url.is_none() => entry.source_url = attr(e, "url"),
         "category" => entry.categories.extend(attr(e, "term")),
         _ => {}
     }

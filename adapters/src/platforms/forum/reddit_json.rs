@@ -254,12 +254,12 @@ async fn get(ctx: &Ctx<'_>, path: &str, params: &[(&str, String)]) -> Result<Val
     let req = ctx.get(path).query(params).query(&[("raw_json", "1")]);
     let raw = ctx.send_raw(req).await?;
     let body: Option<Value> = serde_json::from_slice(&raw.body).ok();
-    if raw.status == StatusCode::FORBIDDEN {
-        if let Some(reason) = body.as_ref().and_then(|b| json::string(b, "reason")) {
-            return Err(SourceError::Rejected(format!(
-                "the upstream refuses access: {reason}"
-            )));
-        }
+    if raw.status == StatusCode::FORBIDDEN
+        && let Some(reason) = body.as_ref().and_then(|b| json::string(b, "reason"))
+    {
+        return Err(SourceError::Rejected(format!(
+            "the upstream refuses access: {reason}"
+        )));
     }
     if let Some(e) = status_error(raw.status) {
         return Err(e);
