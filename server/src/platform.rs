@@ -33,6 +33,18 @@ pub async fn fetch(state: &AppState, request: &Request) -> Result<Page, ApiError
         )
         .with_fix("retry in a minute"),
         CallError::Upstream(why) => ApiError::new(ErrorCode::UpstreamError, why),
+        CallError::Refused { parameter, message } => {
+            let meta = request.endpoint().meta();
+            ApiError::validation(
+                Violations(vec![Violation {
+                    parameter,
+                    location: Location::Query,
+                    rule: "combination",
+                    message,
+                }]),
+                meta.example,
+            )
+        }
         CallError::BadCursor => {
             let meta = request.endpoint().meta();
             ApiError::validation(

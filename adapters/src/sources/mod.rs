@@ -67,6 +67,8 @@ pub enum CallError {
     Upstream(String),
     /// The client's cursor was not issued by this service (422 on `cursor`).
     BadCursor,
+    /// The parameters are each valid but cannot be served together (422 on `parameter`).
+    Refused { parameter: String, message: String },
 }
 
 /// One upstream source: a file under `platforms/<platform>/`.
@@ -79,6 +81,11 @@ pub trait Source: Send + Sync + 'static {
     fn endpoints(&self) -> &'static [EndpointId];
     fn needs_credential(&self) -> bool {
         false
+    }
+    /// Whether this source takes this particular request (for example an archive that serves only
+    /// date-ordered listings); a source that declines is skipped, not counted as failed.
+    fn serves(&self, _request: &Request) -> bool {
+        true
     }
     /// Serves one request; only called for endpoints in `endpoints()`.
     fn fetch<'a>(
@@ -195,6 +202,9 @@ impl Sources {
             Some(c) => Some(cursor::decode(c).ok_or(CallError::BadCursor)?),
             None => None,
         };
+        if let Some((parameter, message)) = crate::platforms::refusal(request) {
+            return Err(CallError::Refused { parameter, message });
+        }
         let mut chain: Vec<&Entry> = self.chain(endpoint).collect();
         if chain.is_empty() {
             return Err(CallError::NotConfigured(format!(
@@ -208,6 +218,14 @@ impl Sources {
             chain.retain(|e| e.source.id() == source_id);
             if chain.is_empty() {
                 return Err(CallError::BadCursor);
+            }
+        } else {
+            chain.retain(|e| e.source.serves(request));
+            if chain.is_empty() {
+                return Err(CallError::NotConfigured(format!(
+                    "no configured source of {} serves this combination of parameters",
+                    meta.path
+                )));
             }
         }
         let deadline = Instant::now() + self.call_deadline;

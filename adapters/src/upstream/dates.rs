@@ -113,6 +113,85 @@ pub fn normalize(v: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// RFC 2822 / RFC 822 dates of RSS feeds and mail headers: `Tue, 10 Mar 2026 14:05:00 GMT`,
+/// numeric zones (`+0100`), the US zone names, an optional weekday, optional seconds and
+/// two-digit years.
+pub fn parse_rfc2822(s: &str) -> Option<String> {
+    let s = s.trim();
+    let s = match s.split_once(',') {
+        Some((_, rest)) => rest,
+        None => s,
+    };
+    let mut parts = s.split_whitespace();
+    let day: u32 = parts.next()?.parse().ok()?;
+    let month = parts.next()?.get(0..3)?.to_ascii_lowercase();
+    let month = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ]
+    .iter()
+    .position(|m| *m == month)? as u32
+        + 1;
+    let year: i32 = parts.next()?.parse().ok()?;
+    let year = match year {
+        0..=49 => year + 2000,
+        50..=99 => year + 1900,
+        _ => year,
+    };
+    let time = parts.next()?;
+    let mut hms = time.split(':');
+    let h: u32 = hms.next()?.parse().ok()?;
+    let mi: u32 = hms.next()?.parse().ok()?;
+    let sec: u32 = match hms.next() {
+        Some(v) => v.parse().ok()?,
+        None => 0,
+    };
+    if !(1..=31).contains(&day) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let offset = match parts.next().unwrap_or("GMT") {
+        "GMT" | "UT" | "UTC" | "Z" | "z" => 0,
+        "EST" => -5 * 3600,
+        "EDT" => -4 * 3600,
+        "CST" => -6 * 3600,
+        "CDT" => -5 * 3600,
+        "MST" => -7 * 3600,
+        "MDT" => -6 * 3600,
+        "PST" => -8 * 3600,
+        "PDT" => -7 * 3600,
+        z if z.len() == 5 && z.starts_with(['+', '-']) => {
+            let sign = if z.starts_with('-') { -1 } else { 1 };
+            let (oh, om) = (digits(z, 1..3)?, digits(z, 3..5)?);
+            sign * (i64::from(oh) * 3600 + i64::from(om) * 60)
+        }
+        _ => 0,
+    };
+    from_unix(to_unix(year, month, day, h, mi, sec.min(59)) - offset)
+}
+
+/// The compact form `YYYYMMDDTHHMMSSZ` (GDELT's `seendate`), or `YYYYMMDDHHMMSS`.
+pub fn parse_compact(s: &str) -> Option<String> {
+    let s = s
+        .trim()
+        .trim_end_matches(['Z', 'z'])
+        .replace(['T', 't'], "");
+    if s.len() != 14 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (y, mo, d) = (digits(&s, 0..4)?, digits(&s, 4..6)?, digits(&s, 6..8)?);
+    let (h, mi, sec) = (digits(&s, 8..10)?, digits(&s, 10..12)?, digits(&s, 12..14)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    from_unix(to_unix(y as i32, mo, d, h, mi, sec.min(59)))
+}
+
+/// A date written as text in any of the forms above: ISO-8601, RFC 2822 or compact.
+pub fn parse_text(s: &str) -> Option<String> {
+    parse_iso(s)
+        .or_else(|| parse_rfc2822(s))
+        .or_else(|| parse_compact(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +252,42 @@ mod tests {
         );
         assert_eq!(to_unix(2007, 4, 4, 19, 16, 40), 1_175_714_200);
         assert_eq!(from_unix(-1), None);
+    }
+
+    #[test]
+    fn rfc2822_and_compact() {
+        for (input, want) in [
+            ("Tue, 10 Mar 2026 14:05:00 GMT", "2026-03-10T14:05:00Z"),
+            ("10 Mar 2026 14:05:00 +0100", "2026-03-10T13:05:00Z"),
+            ("Wed, 02 Oct 02 08:00:00 EST", "2002-10-02T13:00:00Z"),
+            ("Sun, 1 Jan 2023 00:30 -0030", "2023-01-01T01:00:00Z"),
+            (
+                "Mon, 31 December 2029 23:59:59 +0000",
+                "2029-12-31T23:59:59Z",
+            ),
+        ] {
+            assert_eq!(parse_rfc2822(input).as_deref(), Some(want), "{input}");
+        }
+        for bad in [
+            "",
+            "yesterday",
+            "Tue, 10 Foo 2026 14:05:00 GMT",
+            "10 Mar 2026",
+        ] {
+            assert_eq!(parse_rfc2822(bad), None, "{bad}");
+        }
+        assert_eq!(
+            parse_compact("20260311T181500Z").as_deref(),
+            Some("2026-03-11T18:15:00Z")
+        );
+        assert_eq!(parse_compact("2026031118"), None);
+        assert_eq!(
+            parse_text("Tue, 10 Mar 2026 14:05:00 GMT").as_deref(),
+            Some("2026-03-10T14:05:00Z")
+        );
+        assert_eq!(
+            parse_text("2026-03-10T15:05:00+01:00").as_deref(),
+            Some("2026-03-10T14:05:00Z")
+        );
     }
 }

@@ -3,6 +3,8 @@
 
 pub mod cursor;
 pub mod dates;
+pub mod encoding;
+pub mod feed;
 pub mod html;
 
 use std::time::{Duration, Instant};
@@ -79,6 +81,17 @@ impl Ctx<'_> {
     /// Sends a request and returns the body, mapping transport failures and statuses to
     /// `SourceError` (which decides between falling back and giving up).
     pub async fn send(&self, req: RequestBuilder) -> Result<(StatusCode, Vec<u8>), SourceError> {
+        let raw = self.send_raw(req).await?;
+        match status_error(raw.status) {
+            None => Ok((raw.status, raw.body)),
+            Some(e) => Err(e),
+        }
+    }
+
+    /// Sends a request and returns status, headers and body whatever the status, for sources that
+    /// read an upstream's own error signals (rate-limit headers, error messages); only transport
+    /// failures are errors here. `status_error` gives the usual reading of the status.
+    pub async fn send_raw(&self, req: RequestBuilder) -> Result<RawResponse, SourceError> {
         let res = req.timeout(self.remaining()?).send().await.map_err(|e| {
             SourceError::Unavailable(if e.is_timeout() {
                 "timed out".into()
@@ -87,6 +100,7 @@ impl Ctx<'_> {
             })
         })?;
         let status = res.status();
+        let headers = res.headers().clone();
         let mut body = Vec::new();
         let mut res = res;
         while let Some(chunk) = res
@@ -101,16 +115,11 @@ impl Ctx<'_> {
             }
             body.extend_from_slice(&chunk);
         }
-        match status {
-            s if s.is_success() => Ok((s, body)),
-            StatusCode::TOO_MANY_REQUESTS => Err(SourceError::RateLimited),
-            StatusCode::NOT_FOUND | StatusCode::GONE => Err(SourceError::NotFound),
-            s if s.is_server_error() => Err(SourceError::Unavailable(format!("answered {s}"))),
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(SourceError::Unavailable(
-                format!("refused access ({status})"),
-            )),
-            s => Err(SourceError::Rejected(format!("answered {s}"))),
-        }
+        Ok(RawResponse {
+            status,
+            headers,
+            body,
+        })
     }
 
     pub async fn json(&self, req: RequestBuilder) -> Result<Value, SourceError> {
@@ -122,6 +131,34 @@ impl Ctx<'_> {
         let (_, body) = self.send(req).await?;
         String::from_utf8(body).map_err(|_| SourceError::Malformed("not UTF-8 text".into()))
     }
+}
+
+/// An upstream's answer as received (see `Ctx::send_raw`).
+pub struct RawResponse {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    /// A header's value as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// The usual reading of an upstream status: `None` for success, else how the source failed.
+pub fn status_error(status: StatusCode) -> Option<SourceError> {
+    Some(match status {
+        s if s.is_success() => return None,
+        StatusCode::TOO_MANY_REQUESTS => SourceError::RateLimited,
+        StatusCode::NOT_FOUND | StatusCode::GONE => SourceError::NotFound,
+        s if s.is_server_error() => SourceError::Unavailable(format!("answered {s}")),
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+            SourceError::Unavailable(format!("refused access ({status})"))
+        }
+        s => SourceError::Rejected(format!("answered {s}")),
+    })
 }
 
 /// Small readers for `serde_json::Value` trees that never panic on a missing or odd field.
