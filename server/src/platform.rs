@@ -45,6 +45,18 @@ pub async fn fetch(state: &AppState, request: &Request) -> Result<Page, ApiError
                 meta.example,
             )
         }
+        CallError::Refused { parameter, message } => {
+            let meta = request.endpoint().meta();
+            ApiError::validation(
+                Violations(vec![Violation {
+                    message: format!("`{parameter}` is refused: {message}"),
+                    parameter,
+                    location: Location::Query,
+                    rule: "format",
+                }]),
+                meta.example,
+            )
+        }
     })
 }
 

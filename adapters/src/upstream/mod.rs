@@ -3,8 +3,13 @@
 
 pub mod cursor;
 pub mod dates;
+pub mod guard;
 pub mod html;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use reqwest::{RequestBuilder, StatusCode};
@@ -22,10 +27,10 @@ pub struct Http {
 }
 
 impl Http {
-    pub fn new() -> Result<Self, String> {
+    fn builder() -> reqwest::ClientBuilder {
         // reqwest is built without a default TLS provider (ring instead of aws-lc keeps builds short).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
+        reqwest::Client::builder()
             .user_agent(concat!(
                 "socialsearch/",
                 env!("CARGO_PKG_VERSION"),
@@ -33,9 +38,26 @@ impl Http {
             ))
             .connect_timeout(Duration::from_secs(3))
             .pool_idle_timeout(Duration::from_secs(60))
+    }
+
+    /// The client for operator-configured upstreams.
+    pub fn new() -> Result<Self, String> {
+        let client = Http::builder()
             .redirect(reqwest::redirect::Policy::limited(3))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Http { client })
+    }
+
+    /// The client for hosts a client named: it resolves only through `guard` (so it connects only
+    /// to vetted, pinned addresses), follows no redirect and ignores proxy settings.
+    pub fn guarded(guard: Arc<guard::HostGuard>) -> Result<Self, String> {
+        let client = Http::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(guard::GuardResolver(guard))
+            .build()
+            .map_err(|e| format!("cannot build the guarded HTTP client: {e}"))?;
         Ok(Http { client })
     }
 
@@ -67,6 +89,11 @@ impl Ctx<'_> {
 
     pub fn get(&self, path: &str) -> RequestBuilder {
         self.http.client.get(self.url(path))
+    }
+
+    /// The host of `base_url` (`mastodon.social` of `https://mastodon.social/api`).
+    pub fn base_host(&self) -> Option<&str> {
+        host_of(self.base_url)
     }
 
     fn remaining(&self) -> Result<Duration, SourceError> {
@@ -122,6 +149,76 @@ impl Ctx<'_> {
         let (_, body) = self.send(req).await?;
         String::from_utf8(body).map_err(|_| SourceError::Malformed("not UTF-8 text".into()))
     }
+}
+
+/// The host part of an absolute URL, without port or brackets.
+pub fn host_of(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next()?
+    } else {
+        authority.split(':').next()?
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+/// Percent-encodes one path segment (everything but RFC 3986 unreserved characters).
+pub fn path_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Runs futures with at most `limit` in flight and returns their outputs in input order (for
+/// fan-out such as one request per comment).
+pub async fn bounded<'a, T>(
+    futures: Vec<Pin<Box<dyn Future<Output = T> + Send + 'a>>>,
+    limit: usize,
+) -> Vec<T> {
+    let limit = limit.max(1);
+    let total = futures.len();
+    let mut pending = futures.into_iter().enumerate();
+    let mut running: Vec<(usize, Pin<Box<dyn Future<Output = T> + Send + 'a>>)> = Vec::new();
+    let mut done: Vec<Option<T>> = (0..total).map(|_| None).collect();
+    let mut finished = 0;
+    std::future::poll_fn(|cx| {
+        loop {
+            while running.len() < limit {
+                match pending.next() {
+                    Some(f) => running.push(f),
+                    None => break,
+                }
+            }
+            let mut progressed = false;
+            let mut i = 0;
+            while i < running.len() {
+                if let Poll::Ready(v) = running[i].1.as_mut().poll(cx) {
+                    let (at, _) = running.swap_remove(i);
+                    done[at] = Some(v);
+                    finished += 1;
+                    progressed = true;
+                } else {
+                    i += 1;
+                }
+            }
+            if finished == total {
+                return Poll::Ready(());
+            }
+            if !progressed {
+                return Poll::Pending;
+            }
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
 }
 
 /// Small readers for `serde_json::Value` trees that never panic on a missing or odd field.
