@@ -311,11 +311,17 @@ impl Sources {
                         })?;
                     let own_host = host_of(&entry.settings.base_url)
                         .is_some_and(|h| h.eq_ignore_ascii_case(host.trim_end_matches('.')));
+                    // Health is kept per host; the configured host shares the source's own state.
+                    let key = if own_host {
+                        String::new()
+                    } else {
+                        host.trim_end_matches('.').to_ascii_lowercase()
+                    };
                     (
                         &self.guarded_http,
                         entry.settings.instance_url(host),
                         entry.settings.credential.as_deref().filter(|_| own_host),
-                        host.trim_end_matches('.').to_ascii_lowercase(),
+                        key,
                     )
                 }
                 None => (

@@ -103,10 +103,10 @@ impl Ctx<'_> {
             .ok_or_else(|| SourceError::Unavailable("the call's deadline passed".into()))
     }
 
-    /// Sends a request and returns the body, mapping transport failures and statuses to
-    /// `SourceError` (which decides between falling back and giving up).
-    pub async fn send(&self, req: RequestBuilder) -> Result<(StatusCode, Vec<u8>), SourceError> {
-        let res = req.timeout(self.remaining()?).send().await.map_err(|e| {
+    /// Sends a request and returns the status and body whatever the status, mapping only
+    /// transport failures (for upstreams whose error bodies say more than their status).
+    pub async fn send_raw(&self, req: RequestBuilder) -> Result<(StatusCode, Vec<u8>), SourceError> {
+        let mut res = req.timeout(self.remaining()?).send().await.map_err(|e| {
             SourceError::Unavailable(if e.is_timeout() {
                 "timed out".into()
             } else {
@@ -115,7 +115,6 @@ impl Ctx<'_> {
         })?;
         let status = res.status();
         let mut body = Vec::new();
-        let mut res = res;
         while let Some(chunk) = res
             .chunk()
             .await
@@ -128,26 +127,45 @@ impl Ctx<'_> {
             }
             body.extend_from_slice(&chunk);
         }
-        match status {
-            s if s.is_success() => Ok((s, body)),
-            StatusCode::TOO_MANY_REQUESTS => Err(SourceError::RateLimited),
-            StatusCode::NOT_FOUND | StatusCode::GONE => Err(SourceError::NotFound),
-            s if s.is_server_error() => Err(SourceError::Unavailable(format!("answered {s}"))),
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(SourceError::Unavailable(
-                format!("refused access ({status})"),
-            )),
-            s => Err(SourceError::Rejected(format!("answered {s}"))),
+        Ok((status, body))
+    }
+
+    /// Sends a request and returns the body, mapping transport failures and statuses to
+    /// `SourceError` (which decides between falling back and giving up).
+    pub async fn send(&self, req: RequestBuilder) -> Result<(StatusCode, Vec<u8>), SourceError> {
+        let (status, body) = self.send_raw(req).await?;
+        match status_error(status) {
+            Some(e) => Err(e),
+            None => Ok((status, body)),
         }
     }
 
     pub async fn json(&self, req: RequestBuilder) -> Result<Value, SourceError> {
         let (_, body) = self.send(req).await?;
-        serde_json::from_slice(&body).map_err(|e| SourceError::Malformed(format!("not JSON: {e}")))
+        parse_json(&body)
     }
 
     pub async fn text(&self, req: RequestBuilder) -> Result<String, SourceError> {
         let (_, body) = self.send(req).await?;
         String::from_utf8(body).map_err(|_| SourceError::Malformed("not UTF-8 text".into()))
+    }
+}
+
+pub fn parse_json(body: &[u8]) -> Result<Value, SourceError> {
+    serde_json::from_slice(body).map_err(|e| SourceError::Malformed(format!("not JSON: {e}")))
+}
+
+/// The error a status means, or `None` for success.
+pub fn status_error(status: StatusCode) -> Option<SourceError> {
+    match status {
+        s if s.is_success() => None,
+        StatusCode::TOO_MANY_REQUESTS => Some(SourceError::RateLimited),
+        StatusCode::NOT_FOUND | StatusCode::GONE => Some(SourceError::NotFound),
+        s if s.is_server_error() => Some(SourceError::Unavailable(format!("answered {s}"))),
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Some(SourceError::Unavailable(
+            format!("refused access ({status})"),
+        )),
+        s => Some(SourceError::Rejected(format!("answered {s}"))),
     }
 }
 
