@@ -105,7 +105,10 @@ impl Ctx<'_> {
 
     /// Sends a request and returns the status and body whatever the status, mapping only
     /// transport failures (for upstreams whose error bodies say more than their status).
-    pub async fn send_raw(&self, req: RequestBuilder) -> Result<(StatusCode, Vec<u8>), SourceError> {
+    pub async fn send_raw(
+        &self,
+        req: RequestBuilder,
+    ) -> Result<(StatusCode, Vec<u8>), SourceError> {
         let mut res = req.timeout(self.remaining()?).send().await.map_err(|e| {
             SourceError::Unavailable(if e.is_timeout() {
                 "timed out".into()

@@ -119,9 +119,8 @@ impl Source for AppView {
                     })
                 }
                 Request::DecentralPost(r) => {
-                    let uri = post_at_uri(&r.url).ok_or_else(|| {
-                        SourceError::Rejected("not a post URL or at-uri".into())
-                    })?;
+                    let uri = post_at_uri(&r.url)
+                        .ok_or_else(|| SourceError::Rejected("not a post URL or at-uri".into()))?;
                     let body = xrpc(ctx, "app.bsky.feed.getPostThread", &[("uri", &uri)]).await?;
                     let thread = body
                         .get("thread")

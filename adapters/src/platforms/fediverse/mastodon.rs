@@ -90,7 +90,10 @@ impl Source for Mastodon {
 
 fn page(statuses: &[Value], host: &str) -> Page {
     Page {
-        items: statuses.iter().filter_map(|s| status_item(s, host)).collect(),
+        items: statuses
+            .iter()
+            .filter_map(|s| status_item(s, host))
+            .collect(),
         total: None,
         next_cursor: None,
     }
@@ -110,17 +113,20 @@ fn acct(account: &Value, host: &str) -> Option<String> {
 /// booster in `extra.reblogged_by`.
 fn status_item(outer: &Value, host: &str) -> Option<Item> {
     let (status, reblogged_by) = match outer.get("reblog") {
-        Some(inner) if inner.is_object() => (
-            inner,
-            outer.get("account").and_then(|a| acct(a, host)),
-        ),
+        Some(inner) if inner.is_object() => {
+            (inner, outer.get("account").and_then(|a| acct(a, host)))
+        }
         _ => (outer, None),
     };
     let local_id = json::id(status, "id")?;
     let in_reply_to = json::id(status, "in_reply_to_id");
     let mut item = Item::new(
         PLATFORM,
-        if in_reply_to.is_some() { "comment" } else { "post" },
+        if in_reply_to.is_some() {
+            "comment"
+        } else {
+            "post"
+        },
         format!("{host}:{local_id}"),
     );
     let account = status.get("account").unwrap_or(&Value::Null);
@@ -138,7 +144,10 @@ fn status_item(outer: &Value, host: &str) -> Option<Item> {
     item.metrics.quotes = json::number(status, "quotes_count");
     item.extra("uri", json::string(status, "uri"));
     item.extra("language", json::string(status, "language"));
-    item.extra("sensitive", status.get("sensitive").and_then(Value::as_bool));
+    item.extra(
+        "sensitive",
+        status.get("sensitive").and_then(Value::as_bool),
+    );
     item.extra("spoiler_text", json::string(status, "spoiler_text"));
     item.extra("in_reply_to_id", in_reply_to);
     item.extra(

@@ -41,9 +41,8 @@ impl Source for Firebase {
             match request {
                 Request::TechforumStory(r) => {
                     let node = get_item(ctx, &r.id).await?.ok_or(SourceError::NotFound)?;
-                    let item = node_item(&node, 0).ok_or_else(|| {
-                        SourceError::Malformed("the item has no id".into())
-                    })?;
+                    let item = node_item(&node, 0)
+                        .ok_or_else(|| SourceError::Malformed("the item has no id".into()))?;
                     Ok(Page {
                         total: Some(1),
                         items: vec![item],
