@@ -78,3 +78,25 @@ pub fn success(
     }))
     .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refused `instance` (a name resolving to loopback) is a 422 naming the parameter.
+    #[tokio::test]
+    async fn refused_instance_is_a_validation_error() {
+        let mut config = crate::Config::default();
+        config
+            .sources
+            .host_overrides
+            .insert("evil.test".into(), vec!["127.0.0.1".parse().unwrap()]);
+        let state = AppState::new(config).expect("state");
+        let request = EndpointId::FediverseTag
+            .parse("query=rust&instance=evil.test")
+            .expect("valid by the grammar");
+        let err = fetch(&state, &request).await.expect_err("refused");
+        assert_eq!(err.code, ErrorCode::ValidationError);
+        assert_eq!(err.violations[0].parameter, "instance");
+    }
+}

@@ -6,8 +6,6 @@ pub mod dates;
 pub mod guard;
 pub mod html;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -15,7 +13,7 @@ use std::time::{Duration, Instant};
 use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
 
-use crate::sources::SourceError;
+use crate::sources::{BoxFuture, SourceError};
 
 /// Largest upstream body read; bigger answers count as malformed rather than exhausting memory.
 const BODY_MAX: usize = 8 * 1024 * 1024;
@@ -200,14 +198,11 @@ pub fn path_segment(s: &str) -> String {
 
 /// Runs futures with at most `limit` in flight and returns their outputs in input order (for
 /// fan-out such as one request per comment).
-pub async fn bounded<'a, T>(
-    futures: Vec<Pin<Box<dyn Future<Output = T> + Send + 'a>>>,
-    limit: usize,
-) -> Vec<T> {
+pub async fn bounded<'a, T>(futures: Vec<BoxFuture<'a, T>>, limit: usize) -> Vec<T> {
     let limit = limit.max(1);
     let total = futures.len();
     let mut pending = futures.into_iter().enumerate();
-    let mut running: Vec<(usize, Pin<Box<dyn Future<Output = T> + Send + 'a>>)> = Vec::new();
+    let mut running: Vec<(usize, BoxFuture<'a, T>)> = Vec::new();
     let mut done: Vec<Option<T>> = (0..total).map(|_| None).collect();
     let mut finished = 0;
     std::future::poll_fn(|cx| {
