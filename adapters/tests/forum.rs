@@ -3,8 +3,8 @@
 
 #[path = "../../tests/support/fake_upstream.rs"]
 mod fake_upstream;
-#[path = "support/item_schema_b.rs"]
-mod item_schema_b;
+#[path = "support/item_schema.rs"]
+mod item_schema;
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use adapters::api::EndpointId;
 use adapters::item::Page;
 use adapters::sources::{CallError, Sources, SourcesConfig};
 use fake_upstream::{FakeUpstream, Route};
-use item_schema_b::assert_items_valid;
+use item_schema::assert_items_valid;
 use serde_json::{Value, json};
 
 fn sources_at(up: &FakeUpstream) -> Sources {

@@ -2,19 +2,64 @@
 
 #[path = "../../tests/support/fake_upstream.rs"]
 mod fake_upstream;
+#[path = "support/item_schema.rs"]
+mod item_schema;
+
+use std::time::Duration;
 
 use adapters::api::EndpointId;
-use adapters::sources::{CallError, Sources, SourcesConfig};
+use adapters::sources::{BreakerState, CallError, Sources, SourcesConfig};
 use fake_upstream::{FakeUpstream, Route};
-use serde_json::Value;
+use item_schema::assert_items_valid;
+use serde_json::{Value, json};
 
-fn sources_at(up: &FakeUpstream) -> Sources {
+/// Algolia at `/prefix/api/v1` (a base URL with a path prefix must work), Firebase at `/fb/v0`,
+/// plus `extra` TOML at the top of the `[sources]` table.
+fn sources_with(up: &FakeUpstream, extra: &str) -> Sources {
     let toml = format!(
-        "[source.\"techforum.algolia\"]\nbase_url = \"{}\"\n",
-        up.url("/prefix/api/v1") // a base URL with a path prefix must work
+        "{extra}\n[source.\"techforum.algolia\"]\nbase_url = \"{}\"\ntimeout_ms = 500\n\
+         [source.\"techforum.firebase\"]\nbase_url = \"{}\"\n",
+        up.url("/prefix/api/v1"),
+        up.url("/fb/v0"),
     );
     let config: SourcesConfig = toml::from_str(&toml).expect("config");
     Sources::new(&config).expect("sources")
+}
+
+/// Algolia alone (the Firebase fallback switched off).
+fn sources_at(up: &FakeUpstream) -> Sources {
+    let toml = format!(
+        "[source.\"techforum.algolia\"]\nbase_url = \"{}\"\n[source.\"techforum.firebase\"]\nenabled = false\n",
+        up.url("/prefix/api/v1")
+    );
+    let config: SourcesConfig = toml::from_str(&toml).expect("config");
+    Sources::new(&config).expect("sources")
+}
+
+fn firebase_routes(up: &FakeUpstream) {
+    for id in ["8863", "9224", "9272", "8917", "8950", "8884", "121003"] {
+        up.route(
+            Route::get(&format!("/fb/v0/item/{id}.json"))
+                .file(&format!("techforum/firebase/item_{id}.json")),
+        );
+    }
+    up.route(Route::get("/fb/v0/user/pg.json").file("techforum/firebase/user_pg.json"));
+}
+
+fn paths(up: &FakeUpstream) -> Vec<String> {
+    up.seen().into_iter().map(|s| s.path).collect()
+}
+
+fn ids_and_depths(items: &[adapters::item::Item]) -> Vec<(String, Value)> {
+    items
+        .iter()
+        .map(|i| {
+            (
+                i.id.clone(),
+                i.extra.get("depth").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -31,6 +76,7 @@ async fn search_maps_hits_and_pages() {
         .parse("query=dropbox&limit=3")
         .expect("valid request");
     let page = sources.call(&request).await.expect("page");
+    assert_items_valid(&page.items);
 
     assert_eq!(page.total, Some(4213));
     assert_eq!(page.items.len(), 3);
@@ -117,4 +163,217 @@ async fn upstream_failures_map_to_call_errors() {
         call("3").await,
         Err(CallError::AllSourcesFailed(_))
     ));
+}
+
+#[tokio::test]
+async fn firebase_answers_when_algolia_fails_and_maps_the_thread() {
+    let up = FakeUpstream::start().await;
+    up.route(Route::get("/prefix/api/v1/items/8863").status(500));
+    up.route(Route::get("/prefix/api/v1/items/121003").status(502));
+    up.route(Route::get("/prefix/api/v1/users/pg").body("<html>garbage</html>"));
+    firebase_routes(&up);
+    let sources = sources_with(&up, "");
+
+    let story = sources
+        .call(&EndpointId::TechforumStory.parse("id=8863").unwrap())
+        .await
+        .expect("story from firebase");
+    assert_items_valid(&story.items);
+    let s = serde_json::to_value(&story.items[0]).unwrap();
+    assert_eq!(s["title"], "My YC app: Dropbox - Throw away your USB drive");
+    assert_eq!(s["author"], "dhouston");
+    assert_eq!(s["created_at"], "2007-04-04T19:16:40Z");
+    assert_eq!(s["metrics"], json!({ "score": 111, "comments": 4 }));
+    assert_eq!(
+        s["extra"]["external_url"],
+        "http://www.getdropbox.com/u/2/screencast.html"
+    );
+
+    let comments = sources
+        .call(&EndpointId::TechforumStoryComments.parse("id=8863").unwrap())
+        .await
+        .expect("comments from firebase");
+    assert_items_valid(&comments.items);
+    assert_eq!(
+        ids_and_depths(&comments.items),
+        [
+            ("9224".to_string(), json!(0)),
+            ("9272".to_string(), json!(1)),
+            ("8917".to_string(), json!(0)),
+            ("8950".to_string(), json!(1)),
+        ],
+        "depth-first, replies after their parent; the vanished kid 8884 is skipped"
+    );
+    assert_eq!(comments.total, Some(4));
+    let reply = serde_json::to_value(&comments.items[1]).unwrap();
+    assert_eq!(
+        reply["text"],
+        "1. re: the first part, many people want something \"that just works\" & that's all.\nÜnïcode — “quotes” 日本語"
+    );
+    assert_eq!(reply["extra"]["parent_id"], "9224");
+    assert_eq!(reply["extra"]["story_id"], "8863");
+    let deleted = serde_json::to_value(&comments.items[2]).unwrap();
+    assert_eq!(
+        (deleted["author"].clone(), deleted["text"].clone()),
+        (Value::Null, Value::Null)
+    );
+    assert_eq!(deleted["extra"]["deleted"], true);
+    assert_eq!(deleted["extra"]["author_deleted"], true);
+    assert_eq!(comments.items[3].extra["dead"], true);
+
+    let limited = sources
+        .call(
+            &EndpointId::TechforumStoryComments
+                .parse("id=8863&limit=2")
+                .unwrap(),
+        )
+        .await
+        .expect("limited");
+    assert_eq!(ids_and_depths(&limited.items).len(), 2);
+    assert_eq!(limited.items[1].id, "9272");
+
+    let profile = sources
+        .call(&EndpointId::TechforumProfile.parse("handle=pg").unwrap())
+        .await
+        .expect("profile from firebase");
+    assert_items_valid(&profile.items);
+    let p = serde_json::to_value(&profile.items[0]).unwrap();
+    assert_eq!(p["type"], "profile");
+    assert_eq!(p["text"], "Bug fixer of <Arc>.\nMore at paulgraham.com");
+    assert_eq!(p["created_at"], "2006-10-09T18:21:32Z");
+    assert_eq!(p["metrics"], json!({ "score": 157236 }));
+    assert_eq!(p["extra"]["submitted_count"], 3);
+
+    let untitled = sources
+        .call(&EndpointId::TechforumStory.parse("id=121003").unwrap())
+        .await
+        .expect("an Ask-style story without url");
+    assert_items_valid(&untitled.items);
+    assert_eq!(
+        untitled.items[0].text.as_deref(),
+        Some(
+            "or HN: the Next Iteration\nI get the impression that with Arc being released a lot of people who never had time for HN before are suddenly dropping in more often."
+        )
+    );
+    assert!(untitled.items[0].extra.get("external_url").is_none());
+}
+
+#[tokio::test]
+async fn algolia_and_firebase_flatten_a_thread_alike() {
+    let up = FakeUpstream::start().await;
+    up.route(Route::get("/prefix/api/v1/items/8863").file("techforum/algolia/items_8863.json"));
+    up.route(Route::get("/prefix/api/v1/users/pg").file("techforum/algolia/users_pg.json"));
+    firebase_routes(&up);
+    let sources = sources_with(&up, "");
+    let request = EndpointId::TechforumStoryComments.parse("id=8863").unwrap();
+    let from_algolia = sources.call(&request).await.expect("algolia");
+    assert_items_valid(&from_algolia.items);
+    assert!(
+        paths(&up).iter().all(|p| p.starts_with("/prefix/")),
+        "algolia answered alone"
+    );
+
+    let profile = sources
+        .call(&EndpointId::TechforumProfile.parse("handle=pg").unwrap())
+        .await
+        .expect("algolia profile");
+    assert_items_valid(&profile.items);
+    assert_eq!(
+        profile.items[0].created_at.as_deref(),
+        Some("2006-10-09T18:21:32Z")
+    );
+
+    let only_firebase = sources_with(
+        &up,
+        "[order]\ntechforum = [\"techforum.firebase\", \"techforum.algolia\"]",
+    );
+    let from_firebase = only_firebase.call(&request).await.expect("firebase");
+    assert_eq!(
+        ids_and_depths(&from_algolia.items),
+        ids_and_depths(&from_firebase.items)
+    );
+}
+
+#[tokio::test]
+async fn timeout_falls_back_and_all_failing_is_all_sources_failed() {
+    let up = FakeUpstream::start().await;
+    up.route(Route::get("/prefix/api/v1/items/8863").delay(Duration::from_secs(3)));
+    firebase_routes(&up);
+    let sources = sources_with(&up, "");
+    let page = sources
+        .call(&EndpointId::TechforumStory.parse("id=8863").unwrap())
+        .await
+        .expect("firebase after the algolia timeout");
+    assert_eq!(page.items[0].id, "8863");
+
+    up.reset();
+    up.route(Route::get("/prefix/api/v1/items/5").status(503));
+    up.route(Route::get("/fb/v0/item/5.json").body("{not json"));
+    let err = sources
+        .call(&EndpointId::TechforumStory.parse("id=5").unwrap())
+        .await
+        .expect_err("both fail");
+    let CallError::AllSourcesFailed(why) = err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        why.contains("techforum.algolia") && why.contains("techforum.firebase"),
+        "{why}"
+    );
+}
+
+#[tokio::test]
+async fn breaker_opens_skips_the_source_then_half_opens() {
+    let up = FakeUpstream::start().await;
+    up.route(Route::get("/prefix/api/v1/items/8863").status(500).times(2));
+    up.route(Route::get("/prefix/api/v1/items/8863").file("techforum/algolia/items_8863.json"));
+    firebase_routes(&up);
+    let sources = sources_with(&up, "breaker_failures = 2\nbreaker_cooldown_ms = 300");
+    let request = EndpointId::TechforumStory.parse("id=8863").unwrap();
+    let algolia_calls = |up: &FakeUpstream| {
+        paths(up)
+            .iter()
+            .filter(|p| p.starts_with("/prefix/"))
+            .count()
+    };
+
+    for _ in 0..2 {
+        sources.call(&request).await.expect("served by firebase");
+    }
+    assert_eq!(algolia_calls(&up), 2);
+    let state = &sources.source_states("techforum")[0];
+    assert_eq!(
+        (state.id, state.state, state.consecutive_failures),
+        ("techforum.algolia", BreakerState::Open, 2)
+    );
+
+    sources.call(&request).await.expect("served by firebase");
+    assert_eq!(
+        algolia_calls(&up),
+        2,
+        "an open breaker skips algolia: nothing sent"
+    );
+
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert_eq!(
+        sources.source_states("techforum")[0].state,
+        BreakerState::HalfOpen
+    );
+    let before = up.seen().len();
+    let page = sources.call(&request).await.expect("the probe succeeds");
+    assert_eq!(
+        algolia_calls(&up),
+        3,
+        "half-open: one probe goes to algolia"
+    );
+    assert_eq!(up.seen().len(), before + 1, "and firebase is not needed");
+    assert_eq!(
+        page.items[0].metrics.comments,
+        Some(4.0),
+        "algolia counts the whole tree"
+    );
+    assert_eq!(
+        sources.source_states("techforum")[0].state,
+        BreakerState::Closed
+    );
 }

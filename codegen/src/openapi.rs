@@ -300,7 +300,7 @@ fn violation_schema() -> Value {
             "rule": {
                 "type": "string",
                 "enum": ["required", "one_of", "unknown_parameter", "repeated", "empty", "min_length", "max_length", "pattern",
-                         "format", "integer", "minimum", "maximum", "boolean", "enum", "type", "body"],
+                         "format", "integer", "minimum", "maximum", "boolean", "enum", "type", "body", "refused"],
                 "description": "the rule that was broken"
             },
             "message": { "type": "string" }

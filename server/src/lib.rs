@@ -63,6 +63,7 @@ impl AppState {
                 "kind": platform_kind(meta.platform),
                 "endpoints": count,
                 "status": self.sources.platform_status(meta.platform),
+                "sources": self.sources.source_states(meta.platform),
             }));
         }
         let all_ok = platforms.iter().all(|p| p["status"] == "ok");

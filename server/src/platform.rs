@@ -33,18 +33,6 @@ pub async fn fetch(state: &AppState, request: &Request) -> Result<Page, ApiError
         )
         .with_fix("retry in a minute"),
         CallError::Upstream(why) => ApiError::new(ErrorCode::UpstreamError, why),
-        CallError::Refused { parameter, message } => {
-            let meta = request.endpoint().meta();
-            ApiError::validation(
-                Violations(vec![Violation {
-                    parameter,
-                    location: Location::Query,
-                    rule: "combination",
-                    message,
-                }]),
-                meta.example,
-            )
-        }
         CallError::BadCursor => {
             let meta = request.endpoint().meta();
             ApiError::validation(
@@ -53,6 +41,18 @@ pub async fn fetch(state: &AppState, request: &Request) -> Result<Page, ApiError
                     location: Location::Query,
                     rule: "format",
                     message: "`cursor` is not a cursor this service issued; pass `data.next_cursor` of the previous page unchanged".into(),
+                }]),
+                meta.example,
+            )
+        }
+        CallError::Refused { parameter, message } => {
+            let meta = request.endpoint().meta();
+            ApiError::validation(
+                Violations(vec![Violation {
+                    message: format!("`{parameter}` is refused: {message}"),
+                    parameter,
+                    location: Location::Query,
+                    rule: "refused",
                 }]),
                 meta.example,
             )
@@ -77,4 +77,26 @@ pub fn success(
         "request_id": request_id,
     }))
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refused `instance` (a name resolving to loopback) is a 422 naming the parameter.
+    #[tokio::test]
+    async fn refused_instance_is_a_validation_error() {
+        let mut config = crate::Config::default();
+        config
+            .sources
+            .host_overrides
+            .insert("evil.test".into(), vec!["127.0.0.1".parse().unwrap()]);
+        let state = AppState::new(config).expect("state");
+        let request = EndpointId::FediverseTag
+            .parse("query=rust&instance=evil.test")
+            .expect("valid by the grammar");
+        let err = fetch(&state, &request).await.expect_err("refused");
+        assert_eq!(err.code, ErrorCode::ValidationError);
+        assert_eq!(err.violations[0].parameter, "instance");
+    }
 }

@@ -2,6 +2,8 @@
 //! built-in chain order; the configuration can reorder, disable or re-point any source.
 
 pub mod code;
+pub mod decentral;
+pub mod fediverse;
 pub mod forum;
 pub mod news;
 pub mod techforum;
@@ -13,7 +15,11 @@ use crate::sources::Source;
 
 pub fn sources() -> Vec<Arc<dyn Source>> {
     vec![
+        // techforum, decentral, fediverse
         Arc::new(techforum::algolia::Algolia),
+        Arc::new(techforum::firebase::Firebase),
+        Arc::new(decentral::appview::AppView),
+        Arc::new(fediverse::mastodon::Mastodon),
         // code
         Arc::new(code::github::GitHub),
         // news

@@ -32,7 +32,8 @@ pub struct Violation {
     pub location: Location,
     /// Machine name of the rule: `required`, `one_of`, `unknown_parameter`, `repeated`, `empty`,
     /// `min_length`, `max_length`, `pattern`, `format`, `integer`, `minimum`, `maximum`, `boolean`,
-    /// `enum`, `type` or `body`.
+    /// `enum`, `type`, `body`, or `refused` (valid alone, but the service will not serve it: a
+    /// combination of parameters, or a host that is not public).
     pub rule: &'static str,
     pub message: String,
 }

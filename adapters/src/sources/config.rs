@@ -3,6 +3,7 @@
 //! `SOCIALSEARCH_SOURCE_TECHFORUM_ALGOLIA_BASE_URL`.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use serde::Deserialize;
 
@@ -19,6 +20,17 @@ pub struct SourcesConfig {
     pub source: BTreeMap<String, SourceOverride>,
     /// Chain order per platform (`[sources.order] techforum = ["techforum.algolia", ...]`).
     pub order: BTreeMap<String, Vec<String>>,
+    /// Consecutive fall-back failures after which a source is skipped for `breaker_cooldown_ms`
+    /// (then one probe call decides); 0 turns the breaker off.
+    pub breaker_failures: u32,
+    pub breaker_cooldown_ms: u64,
+    /// TEST ONLY. Lets client-named hosts (the fediverse `instance`) resolve to loopback, private
+    /// and other non-public addresses, so tests can reach a fake upstream on 127.0.0.1. Never set
+    /// it on a deployment: it turns the SSRF guard off.
+    pub allow_private_hosts: bool,
+    /// TEST ONLY. Fixed addresses for client-named hosts, consulted before DNS
+    /// (`[sources.host_overrides] "mastodon.test" = ["127.0.0.1"]`). The addresses are still vetted.
+    pub host_overrides: BTreeMap<String, Vec<IpAddr>>,
 }
 
 impl Default for SourcesConfig {
@@ -28,6 +40,10 @@ impl Default for SourcesConfig {
             timeout_ms: 8_000,
             source: BTreeMap::new(),
             order: BTreeMap::new(),
+            breaker_failures: 5,
+            breaker_cooldown_ms: 30_000,
+            allow_private_hosts: false,
+            host_overrides: BTreeMap::new(),
         }
     }
 }
@@ -39,6 +55,15 @@ pub struct SourceOverride {
     pub credential: Option<String>,
     pub enabled: Option<bool>,
     pub timeout_ms: Option<u64>,
+    /// Local rate limit in requests per second (0 turns it off); defaults to what the upstream
+    /// publishes, when it does.
+    pub rate_per_sec: Option<f64>,
+    pub burst: Option<u32>,
+    /// For sources that connect to a host the client names: the scheme (default `https`) and
+    /// port (default that of the scheme) used with it. Only tests set these (`http` and the fake
+    /// upstream's port).
+    pub instance_scheme: Option<String>,
+    pub instance_port: Option<u16>,
 }
 
 impl std::fmt::Debug for SourceOverride {
@@ -51,6 +76,10 @@ impl std::fmt::Debug for SourceOverride {
             )
             .field("enabled", &self.enabled)
             .field("timeout_ms", &self.timeout_ms)
+            .field("rate_per_sec", &self.rate_per_sec)
+            .field("burst", &self.burst)
+            .field("instance_scheme", &self.instance_scheme)
+            .field("instance_port", &self.instance_port)
             .finish()
     }
 }
@@ -62,6 +91,20 @@ pub struct SourceSettings {
     pub credential: Option<String>,
     pub enabled: bool,
     pub timeout_ms: u64,
+    /// `(requests per second, burst)`, or `None` for no local limit.
+    pub rate: Option<(f64, u32)>,
+    pub instance_scheme: String,
+    pub instance_port: Option<u16>,
+}
+
+impl SourceSettings {
+    /// The base URL for a host the client named.
+    pub fn instance_url(&self, host: &str) -> String {
+        match self.instance_port {
+            Some(port) => format!("{}://{host}:{port}", self.instance_scheme),
+            None => format!("{}://{host}", self.instance_scheme),
+        }
+    }
 }
 
 impl std::fmt::Debug for SourceSettings {
@@ -73,6 +116,10 @@ impl std::fmt::Debug for SourceSettings {
                 &self.credential.as_ref().map(|_| "<redacted>"),
             )
             .field("enabled", &self.enabled)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("rate", &self.rate)
+            .field("instance_scheme", &self.instance_scheme)
+            .field("instance_port", &self.instance_port)
             .finish()
     }
 }
@@ -108,6 +155,26 @@ impl SourcesConfig {
                 .and_then(|v| v.parse().ok())
                 .or(o.timeout_ms)
                 .unwrap_or(self.timeout_ms),
+            rate: {
+                let published = source.rate_limit();
+                let per_sec = env(id, "RATE_PER_SEC")
+                    .and_then(|v| v.parse().ok())
+                    .or(o.rate_per_sec)
+                    .or(published.map(|(r, _)| r));
+                let burst = env(id, "BURST")
+                    .and_then(|v| v.parse().ok())
+                    .or(o.burst)
+                    .or(published.map(|(_, b)| b));
+                per_sec
+                    .filter(|r: &f64| r.is_finite() && *r > 0.0)
+                    .map(|r| (r, burst.unwrap_or(1).max(1)))
+            },
+            instance_scheme: env(id, "INSTANCE_SCHEME")
+                .or(o.instance_scheme)
+                .unwrap_or_else(|| "https".into()),
+            instance_port: env(id, "INSTANCE_PORT")
+                .and_then(|v| v.parse().ok())
+                .or(o.instance_port),
         }
     }
 

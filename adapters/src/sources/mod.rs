@@ -4,6 +4,7 @@
 //! around (the thing does not exist) ends the chain.
 
 pub mod config;
+pub mod health;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,8 +15,11 @@ use serde::Serialize;
 
 use crate::api::{EndpointId, Request};
 use crate::item::Page;
-use crate::upstream::{Ctx, Http, cursor};
+use crate::upstream::guard::HostGuard;
+use crate::upstream::{Ctx, Http, cursor, host_of};
 pub use config::{SourceSettings, SourcesConfig};
+pub use health::BreakerState;
+use health::{Health, Outcome, Skip};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -32,6 +36,9 @@ pub enum SourceError {
     NotFound,
     /// The upstream refused the request itself (a 4xx other than 404/429).
     Rejected(String),
+    /// This source cannot serve this request on this deployment (for example no credential for
+    /// the host asked for); the next source may.
+    NotConfigured(String),
 }
 
 impl SourceError {
@@ -39,7 +46,10 @@ impl SourceError {
     pub fn falls_back(&self) -> bool {
         matches!(
             self,
-            SourceError::Unavailable(_) | SourceError::RateLimited | SourceError::Malformed(_)
+            SourceError::Unavailable(_)
+                | SourceError::RateLimited
+                | SourceError::Malformed(_)
+                | SourceError::NotConfigured(_)
         )
     }
 }
@@ -52,6 +62,7 @@ impl std::fmt::Display for SourceError {
             SourceError::Malformed(why) => write!(f, "unreadable answer: {why}"),
             SourceError::NotFound => f.write_str("not found upstream"),
             SourceError::Rejected(why) => write!(f, "request refused: {why}"),
+            SourceError::NotConfigured(why) => write!(f, "not configured: {why}"),
         }
     }
 }
@@ -67,7 +78,9 @@ pub enum CallError {
     Upstream(String),
     /// The client's cursor was not issued by this service (422 on `cursor`).
     BadCursor,
-    /// The parameters are each valid but cannot be served together (422 on `parameter`).
+    /// The parameters cannot be served: each is valid but they cannot go together, or one names
+    /// something the service will not contact (a host that is not public). 422 naming
+    /// `parameter`; nothing was sent upstream.
     Refused { parameter: String, message: String },
 }
 
@@ -87,6 +100,23 @@ pub trait Source: Send + Sync + 'static {
     fn serves(&self, _request: &Request) -> bool {
         true
     }
+    /// Whether serving `endpoint` needs the credential; a source without one is left out of that
+    /// endpoint's chain. Defaults to `needs_credential()`.
+    fn needs_credential_for(&self, _endpoint: EndpointId) -> bool {
+        self.needs_credential()
+    }
+    /// The rate limit the upstream publishes, `(requests per second, burst)`; enforced locally
+    /// (exhausted = skipped like a 429). The configuration can change or disable it.
+    fn rate_limit(&self) -> Option<(f64, u32)> {
+        None
+    }
+    /// A host the client named that this source would connect to instead of its base URL, with
+    /// the parameter that named it (the fediverse `instance`). The framework vets it (public
+    /// addresses only), pins the answer and connects with the guarded client; the source then
+    /// sees `Ctx::base_url` pointing at that host.
+    fn user_host<'r>(&self, _request: &'r Request) -> Option<(&'static str, &'r str)> {
+        None
+    }
     /// Serves one request; only called for endpoints in `endpoints()`.
     fn fetch<'a>(
         &'a self,
@@ -103,6 +133,7 @@ pub fn all() -> Vec<Arc<dyn Source>> {
 struct Entry {
     source: Arc<dyn Source>,
     settings: SourceSettings,
+    health: Health,
 }
 
 impl Entry {
@@ -110,13 +141,30 @@ impl Entry {
         self.settings.enabled
             && (!self.source.needs_credential() || self.settings.credential.is_some())
     }
+
+    fn serves(&self, endpoint: EndpointId) -> bool {
+        self.usable()
+            && self.source.endpoints().contains(&endpoint)
+            && (!self.source.needs_credential_for(endpoint) || self.settings.credential.is_some())
+    }
 }
 
 /// The configured chains.
 pub struct Sources {
     http: Http,
+    /// For hosts clients name: resolves through `guard` only, no redirects.
+    guarded_http: Http,
+    guard: Arc<HostGuard>,
     entries: Vec<Entry>,
     call_deadline: Duration,
+}
+
+/// Breaker state of one source, as GET /v1/status shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceState {
+    pub id: &'static str,
+    pub state: BreakerState,
+    pub consecutive_failures: u32,
 }
 
 /// One line of `socialsearch sources`.
@@ -134,16 +182,35 @@ pub struct SourceInfo {
 impl Sources {
     pub fn new(config: &SourcesConfig) -> Result<Self, String> {
         let http = Http::new()?;
+        let guard = Arc::new(HostGuard::new(
+            config.allow_private_hosts,
+            config.host_overrides.clone(),
+        ));
+        if config.allow_private_hosts {
+            tracing::warn!("sources.allow_private_hosts is on: the SSRF guard is off (tests only)");
+        }
+        let guarded_http = Http::guarded(guard.clone())?;
         let mut entries: Vec<Entry> = Vec::new();
         for source in all() {
             let settings = config.settings_for(source.as_ref());
-            entries.push(Entry { source, settings });
+            let health = Health::new(health::Policy {
+                failures: config.breaker_failures,
+                cooldown: Duration::from_millis(config.breaker_cooldown_ms),
+                rate: settings.rate,
+            });
+            entries.push(Entry {
+                source,
+                settings,
+                health,
+            });
         }
         config.check_known(entries.iter().map(|e| e.source.id()))?;
         // Chain order: the configured order of each platform first, then the built-in order.
         entries.sort_by_key(|e| config.position(e.source.platform(), e.source.id()));
         Ok(Sources {
             http,
+            guarded_http,
+            guard,
             entries,
             call_deadline: Duration::from_millis(config.call_deadline_ms),
         })
@@ -188,9 +255,24 @@ impl Sources {
     }
 
     fn chain(&self, endpoint: EndpointId) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(move |e| e.serves(endpoint))
+    }
+
+    /// Breaker state of each enabled source of a platform, in chain order (for GET /v1/status).
+    /// Per-host states of client-named hosts are not listed.
+    pub fn source_states(&self, platform: &str) -> Vec<SourceState> {
         self.entries
             .iter()
-            .filter(move |e| e.usable() && e.source.endpoints().contains(&endpoint))
+            .filter(|e| e.source.platform() == platform && e.usable())
+            .map(|e| {
+                let (state, consecutive_failures) = e.health.snapshot("");
+                SourceState {
+                    id: e.source.id(),
+                    state,
+                    consecutive_failures,
+                }
+            })
+            .collect()
     }
 
     /// Serves a request through the platform's chain. The page's `next_cursor` comes back encoded
@@ -230,40 +312,99 @@ impl Sources {
         }
         let deadline = Instant::now() + self.call_deadline;
         let mut failures = Vec::new();
+        let mut all_not_configured = true;
         for entry in chain {
+            let id = entry.source.id();
+            // A host the client named: vetted before anything is sent, then reached only through
+            // the guarded client. The credential belongs to the configured host and goes nowhere else.
+            let (http, base_url, credential, key) = match entry.source.user_host(request) {
+                Some((parameter, host)) => {
+                    self.guard
+                        .vet(host)
+                        .await
+                        .map_err(|message| CallError::Refused {
+                            parameter: parameter.to_string(),
+                            message,
+                        })?;
+                    let own_host = host_of(&entry.settings.base_url)
+                        .is_some_and(|h| h.eq_ignore_ascii_case(host.trim_end_matches('.')));
+                    // Health is kept per host; the configured host shares the source's own state.
+                    let key = if own_host {
+                        String::new()
+                    } else {
+                        host.trim_end_matches('.').to_ascii_lowercase()
+                    };
+                    (
+                        &self.guarded_http,
+                        entry.settings.instance_url(host),
+                        entry.settings.credential.as_deref().filter(|_| own_host),
+                        key,
+                    )
+                }
+                None => (
+                    &self.http,
+                    entry.settings.base_url.clone(),
+                    entry.settings.credential.as_deref(),
+                    String::new(),
+                ),
+            };
+            if let Err(skip) = entry.health.admit(&key) {
+                let why = match skip {
+                    Skip::BreakerOpen => "skipped: circuit breaker open after repeated failures",
+                    Skip::RateLimited => "skipped: this service's rate limit for it is used up",
+                };
+                tracing::info!(source = id, why, "source skipped");
+                failures.push(format!("{id}: {why}"));
+                all_not_configured = false;
+                continue;
+            }
             let ctx = Ctx {
-                http: &self.http,
-                base_url: &entry.settings.base_url,
-                credential: entry.settings.credential.as_deref(),
+                http,
+                base_url: &base_url,
+                credential,
                 cursor: resume.as_ref().map(|(_, c)| c.as_str()),
                 deadline: deadline
                     .min(Instant::now() + Duration::from_millis(entry.settings.timeout_ms)),
             };
-            match entry.source.fetch(&ctx, request).await {
+            let result = entry.source.fetch(&ctx, request).await;
+            entry.health.record(
+                &key,
+                match &result {
+                    Ok(_) | Err(SourceError::NotFound | SourceError::Rejected(_)) => {
+                        Outcome::Answered
+                    }
+                    Err(SourceError::NotConfigured(_)) => Outcome::Neutral,
+                    Err(_) => Outcome::Failed,
+                },
+            );
+            match result {
                 Ok(mut page) => {
                     // An endpoint without a `cursor` parameter cannot take a next page.
                     let pages = meta.params.iter().any(|p| p.name == "cursor");
                     page.next_cursor = page
                         .next_cursor
                         .filter(|_| pages)
-                        .map(|c| cursor::encode(entry.source.id(), &c));
+                        .map(|c| cursor::encode(id, &c));
                     if page.total.is_none() {
                         page.total = Some(page.items.len() as u64);
                     }
                     return Ok(page);
                 }
                 Err(e) if e.falls_back() => {
-                    tracing::warn!(source = entry.source.id(), error = %e, "source failed; trying the next");
-                    failures.push(format!("{}: {e}", entry.source.id()));
+                    tracing::warn!(source = id, error = %e, "source failed; trying the next");
+                    all_not_configured &= matches!(e, SourceError::NotConfigured(_));
+                    failures.push(format!("{id}: {e}"));
                 }
                 Err(SourceError::NotFound) => {
                     return Err(CallError::Upstream(format!(
-                        "{} found nothing for this request",
-                        entry.source.id()
+                        "{id} found nothing for this request"
                     )));
                 }
-                Err(e) => return Err(CallError::Upstream(format!("{}: {e}", entry.source.id()))),
+                Err(e) => return Err(CallError::Upstream(format!("{id}: {e}"))),
             }
+        }
+        if all_not_configured {
+            return Err(CallError::NotConfigured(failures.join("; ")));
         }
         Err(CallError::AllSourcesFailed(failures.join("; ")))
     }

@@ -26,16 +26,15 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// `https://www.example.com:8080/a?b` -> `example.com` (without a leading `www.`).
+/// `https://www.example.com:8080/a?b` -> `example.com`: the publisher-style host, lower-cased and
+/// without a leading `www.` (built on `upstream::host_of`).
 pub fn url_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://").map(|(_, r)| r)?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit('@').next()?.split(':').next()?;
-    let host = host
-        .strip_prefix("www.")
-        .unwrap_or(host)
-        .to_ascii_lowercase();
-    (!host.is_empty()).then_some(host)
+    let host = super::host_of(url)?.to_ascii_lowercase();
+    Some(
+        host.strip_prefix("www.")
+            .map(str::to_string)
+            .unwrap_or(host),
+    )
 }
 
 #[cfg(test)]

@@ -5,14 +5,17 @@ pub mod cursor;
 pub mod dates;
 pub mod encoding;
 pub mod feed;
+pub mod guard;
 pub mod html;
 
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
 
-use crate::sources::SourceError;
+use crate::sources::{BoxFuture, SourceError};
 
 /// Largest upstream body read; bigger answers count as malformed rather than exhausting memory.
 const BODY_MAX: usize = 8 * 1024 * 1024;
@@ -24,10 +27,10 @@ pub struct Http {
 }
 
 impl Http {
-    pub fn new() -> Result<Self, String> {
+    fn builder() -> reqwest::ClientBuilder {
         // reqwest is built without a default TLS provider (ring instead of aws-lc keeps builds short).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
+        reqwest::Client::builder()
             .user_agent(concat!(
                 "socialsearch/",
                 env!("CARGO_PKG_VERSION"),
@@ -35,9 +38,26 @@ impl Http {
             ))
             .connect_timeout(Duration::from_secs(3))
             .pool_idle_timeout(Duration::from_secs(60))
+    }
+
+    /// The client for operator-configured upstreams.
+    pub fn new() -> Result<Self, String> {
+        let client = Http::builder()
             .redirect(reqwest::redirect::Policy::limited(3))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Http { client })
+    }
+
+    /// The client for hosts a client named: it resolves only through `guard` (so it connects only
+    /// to vetted, pinned addresses), follows no redirect and ignores proxy settings.
+    pub fn guarded(guard: Arc<guard::HostGuard>) -> Result<Self, String> {
+        let client = Http::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(guard::GuardResolver(guard))
+            .build()
+            .map_err(|e| format!("cannot build the guarded HTTP client: {e}"))?;
         Ok(Http { client })
     }
 
@@ -71,6 +91,11 @@ impl Ctx<'_> {
         self.http.client.get(self.url(path))
     }
 
+    /// The host of `base_url` (`mastodon.social` of `https://mastodon.social/api`).
+    pub fn base_host(&self) -> Option<&str> {
+        host_of(self.base_url)
+    }
+
     fn remaining(&self) -> Result<Duration, SourceError> {
         self.deadline
             .checked_duration_since(Instant::now())
@@ -92,7 +117,7 @@ impl Ctx<'_> {
     /// read an upstream's own error signals (rate-limit headers, error messages); only transport
     /// failures are errors here. `status_error` gives the usual reading of the status.
     pub async fn send_raw(&self, req: RequestBuilder) -> Result<RawResponse, SourceError> {
-        let res = req.timeout(self.remaining()?).send().await.map_err(|e| {
+        let mut res = req.timeout(self.remaining()?).send().await.map_err(|e| {
             SourceError::Unavailable(if e.is_timeout() {
                 "timed out".into()
             } else {
@@ -102,7 +127,6 @@ impl Ctx<'_> {
         let status = res.status();
         let headers = res.headers().clone();
         let mut body = Vec::new();
-        let mut res = res;
         while let Some(chunk) = res
             .chunk()
             .await
@@ -124,7 +148,7 @@ impl Ctx<'_> {
 
     pub async fn json(&self, req: RequestBuilder) -> Result<Value, SourceError> {
         let (_, body) = self.send(req).await?;
-        serde_json::from_slice(&body).map_err(|e| SourceError::Malformed(format!("not JSON: {e}")))
+        parse_json(&body)
     }
 
     pub async fn text(&self, req: RequestBuilder) -> Result<String, SourceError> {
@@ -159,6 +183,77 @@ pub fn status_error(status: StatusCode) -> Option<SourceError> {
         }
         s => SourceError::Rejected(format!("answered {s}")),
     })
+}
+
+pub fn parse_json(body: &[u8]) -> Result<Value, SourceError> {
+    serde_json::from_slice(body).map_err(|e| SourceError::Malformed(format!("not JSON: {e}")))
+}
+
+/// The host part of an absolute URL, without port or brackets.
+pub fn host_of(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next()?
+    } else {
+        authority.split(':').next()?
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+/// Percent-encodes one path segment (everything but RFC 3986 unreserved characters).
+pub fn path_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Runs futures with at most `limit` in flight and returns their outputs in input order (for
+/// fan-out such as one request per comment).
+pub async fn bounded<'a, T>(futures: Vec<BoxFuture<'a, T>>, limit: usize) -> Vec<T> {
+    let limit = limit.max(1);
+    let total = futures.len();
+    let mut pending = futures.into_iter().enumerate();
+    let mut running: Vec<(usize, BoxFuture<'a, T>)> = Vec::new();
+    let mut done: Vec<Option<T>> = (0..total).map(|_| None).collect();
+    let mut finished = 0;
+    std::future::poll_fn(|cx| {
+        loop {
+            while running.len() < limit {
+                match pending.next() {
+                    Some(f) => running.push(f),
+                    None => break,
+                }
+            }
+            let mut progressed = false;
+            let mut i = 0;
+            while i < running.len() {
+                if let Poll::Ready(v) = running[i].1.as_mut().poll(cx) {
+                    let (at, _) = running.swap_remove(i);
+                    done[at] = Some(v);
+                    finished += 1;
+                    progressed = true;
+                } else {
+                    i += 1;
+                }
+            }
+            if finished == total {
+                return Poll::Ready(());
+            }
+            if !progressed {
+                return Poll::Pending;
+            }
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
 }
 
 /// Small readers for `serde_json::Value` trees that never panic on a missing or odd field.

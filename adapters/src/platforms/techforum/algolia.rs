@@ -22,6 +22,10 @@ impl Source for Algolia {
     fn default_base_url(&self) -> &'static str {
         "https://hn.algolia.com/api/v1"
     }
+    /// The published courtesy limit is 10,000 requests an hour per IP.
+    fn rate_limit(&self) -> Option<(f64, u32)> {
+        Some((10_000.0 / 3600.0, 100))
+    }
     fn endpoints(&self) -> &'static [EndpointId] {
         &[
             EndpointId::TechforumSearch,
