@@ -301,7 +301,11 @@ async fn check_feed(page: &Page) {
     );
     let b = v(page, 1);
     assert_eq!(b["text"], Value::Null);
-    assert_eq!(b["metrics"], json!({"views": 0}), "no rating, not a 0 rating");
+    assert_eq!(
+        b["metrics"],
+        json!({"views": 0}),
+        "no rating, not a 0 rating"
+    );
 }
 
 #[tokio::test]
@@ -371,6 +375,9 @@ async fn all_failing_never_shows_the_key() {
     let CallError::AllSourcesFailed(why) = err else {
         panic!("{err:?}")
     };
-    assert!(why.contains("video.data_api") && why.contains("video.rss"), "{why}");
+    assert!(
+        why.contains("video.data_api") && why.contains("video.rss"),
+        "{why}"
+    );
     assert!(!why.contains(KEY), "the key leaked: {why}");
 }

@@ -76,7 +76,10 @@ async fn searxng_results_are_mapped_and_cut_to_the_limit() {
     assert_eq!(a["extra"]["score"], 6.5);
     let b = v(&page, 1);
     assert_eq!(b["text"], Value::Null);
-    assert_eq!(b["created_at"], "2026-03-10T08:30:00Z", "naive taken as UTC");
+    assert_eq!(
+        b["created_at"], "2026-03-10T08:30:00Z",
+        "naive taken as UTC"
+    );
     assert_eq!(b["extra"]["thumbnail"], "https://blog.example.de/t.png");
     assert!(
         up.seen().iter().all(|s| !s.path.starts_with("/brave")),
@@ -129,7 +132,11 @@ async fn unconfigured_searxng_is_skipped_and_brave_answers() {
     assert_eq!(a["extra"]["source"], "Rust Programming Language");
     let b = v(&page, 1);
     assert_eq!(
-        (b["text"].clone(), b["author_name"].clone(), b["created_at"].clone()),
+        (
+            b["text"].clone(),
+            b["author_name"].clone(),
+            b["created_at"].clone()
+        ),
         (Value::Null, Value::Null, Value::Null)
     );
     let seen = &up.seen()[0];
@@ -167,7 +174,10 @@ async fn searxng_refusing_json_falls_back_to_brave_news() {
     assert_eq!(a["author"], "theregister.com");
     assert_eq!(a["created_at"], "2026-03-10T14:05:00Z");
     assert_eq!(a["extra"]["age"], "2 days ago");
-    assert_eq!(a["extra"]["thumbnail"], "https://imgs.search.brave.com/n.jpg");
+    assert_eq!(
+        a["extra"]["thumbnail"],
+        "https://imgs.search.brave.com/n.jpg"
+    );
 }
 
 #[tokio::test]
@@ -189,6 +199,9 @@ async fn all_failing_is_all_sources_failed() {
     let CallError::AllSourcesFailed(why) = err else {
         panic!("{err:?}")
     };
-    assert!(why.contains("web.searxng") && why.contains("web.brave"), "{why}");
+    assert!(
+        why.contains("web.searxng") && why.contains("web.brave"),
+        "{why}"
+    );
     assert!(!why.contains(TOKEN));
 }

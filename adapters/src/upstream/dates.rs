@@ -312,7 +312,11 @@ mod tests {
             assert_eq!(parse_classic(input).as_deref(), Some(want), "{input}");
             assert_eq!(parse_text(input).as_deref(), Some(want), "{input}");
         }
-        for bad in ["", "Wed Mar 11 16:42:05 +0000", "Wed Foo 11 16:42:05 +0000 2026"] {
+        for bad in [
+            "",
+            "Wed Mar 11 16:42:05 +0000",
+            "Wed Foo 11 16:42:05 +0000 2026",
+        ] {
             assert_eq!(parse_classic(bad), None, "{bad}");
         }
     }

@@ -106,13 +106,11 @@ pub fn parse(xml: &str) -> Result<Vec<FeedEntry>, String> {
                 };
                 let parent = path.last().map(String::as_str).unwrap_or("");
                 let value = (!value.is_empty()).then(|| value.to_string());
-                if qualified_name.contains(':') {
-                    if let Some(v) = &value {
-                        entry
-                            .extensions
-                            .entry(qualified_name)
-                            .or_insert_with(|| v.clone());
-                    }
+                if let (true, Some(v)) = (qualified_name.contains(':'), &value) {
+                    entry
+                        .extensions
+                        .entry(qualified_name)
+                        .or_insert_with(|| v.clone());
                 }
                 let set = |slot: &mut Option<String>, v: Option<String>| {
                     if slot.is_none() {
@@ -172,10 +170,7 @@ fn extension_attrs(entry: &mut FeedEntry, e: &BytesStart<'_>) {
             continue;
         }
         if let Some(v) = attr(e, &key) {
-            entry
-                .extensions
-                .entry(format!("{name}@{key}"))
-                .or_insert(v);
+            entry.extensions.entry(format!("{name}@{key}")).or_insert(v);
         }
     }
 }

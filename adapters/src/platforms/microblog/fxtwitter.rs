@@ -5,9 +5,7 @@
 
 use serde_json::Value;
 
-use super::{
-    PLATFORM, PostParts, ProfileParts, lookup_each, post_item, profile_item,
-};
+use super::{PLATFORM, PostParts, ProfileParts, lookup_each, post_item, profile_item};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, Source, SourceError};
@@ -82,7 +80,11 @@ async fn get(ctx: &Ctx<'_>, path: &str) -> Result<Value, SourceError> {
         .and_then(|c| u16::try_from(c).ok())
         .and_then(|c| reqwest::StatusCode::from_u16(c).ok())
         .unwrap_or(raw.status);
-    let status = if raw.status.is_success() { code } else { raw.status };
+    let status = if raw.status.is_success() {
+        code
+    } else {
+        raw.status
+    };
     match status_error(status) {
         None => Ok(body),
         // A protected account's post: not public, so not there for a logged-out visitor.
@@ -137,6 +139,11 @@ fn user_item(u: &Value) -> Option<Item> {
         u.get("website").and_then(|w| json::string(w, "url")),
     );
     item.extra("protected", u.get("protected").and_then(Value::as_bool));
-    item.extra("verified", u.get("verification").and_then(|v| v.get("verified")).and_then(Value::as_bool));
+    item.extra(
+        "verified",
+        u.get("verification")
+            .and_then(|v| v.get("verified"))
+            .and_then(Value::as_bool),
+    );
     Some(item)
 }

@@ -48,10 +48,7 @@ pub struct PostParts<'a> {
 pub fn post_item(p: PostParts<'_>) -> Item {
     let kind = if p.is_reply { "comment" } else { "post" };
     let mut item = Item::new(PLATFORM, kind, p.id);
-    item.text = p
-        .text
-        .map(html::unescape)
-        .filter(|t| !t.trim().is_empty());
+    item.text = p.text.map(html::unescape).filter(|t| !t.trim().is_empty());
     item.url = Some(status_url(p.screen_name, p.id));
     item.author = p.screen_name.map(str::to_string);
     item.author_name = p.name.map(str::to_string);

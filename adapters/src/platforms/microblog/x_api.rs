@@ -25,8 +25,7 @@ pub struct XApi;
 
 /// Posts asked per page (the upstream allows 5-100 on timelines and 10-100 on search).
 const PAGE_SIZE: &str = "20";
-const TWEET_FIELDS: &str =
-    "created_at,public_metrics,author_id,conversation_id,lang,referenced_tweets,in_reply_to_user_id,note_tweet";
+const TWEET_FIELDS: &str = "created_at,public_metrics,author_id,conversation_id,lang,referenced_tweets,in_reply_to_user_id,note_tweet";
 const USER_FIELDS: &str = "username,name,public_metrics";
 const PROFILE_FIELDS: &str =
     "created_at,description,public_metrics,verified,protected,location,url";

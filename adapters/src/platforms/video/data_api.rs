@@ -223,13 +223,10 @@ async fn channel(ctx: &Ctx<'_>, id: &str) -> Result<Page, SourceError> {
     } else {
         "id"
     };
-    let body = get(
-        ctx,
-        "channels",
-        &[("part", "snippet,statistics"), (by, id)],
-    )
-    .await?;
-    one(json::array(&body, "items").iter().find_map(channel_resource))
+    let body = get(ctx, "channels", &[("part", "snippet,statistics"), (by, id)]).await?;
+    one(json::array(&body, "items")
+        .iter()
+        .find_map(channel_resource))
 }
 
 fn channel_resource(v: &Value) -> Option<Item> {
@@ -273,7 +270,10 @@ async fn uploads(ctx: &Ctx<'_>, channel_id: &str) -> Result<Page, SourceError> {
     .await?;
     let ids: Vec<String> = json::array(&body, "items")
         .iter()
-        .filter_map(|i| i.get("contentDetails").and_then(|c| json::string(c, "videoId")))
+        .filter_map(|i| {
+            i.get("contentDetails")
+                .and_then(|c| json::string(c, "videoId"))
+        })
         .collect();
     let items = videos(ctx, &ids).await?;
     Ok(Page {

@@ -53,7 +53,11 @@ impl Source for Rss {
 
 fn entry_item(e: &FeedEntry) -> Option<Item> {
     let ext = |k: &str| e.extensions.get(k).cloned();
-    let number = |k: &str| e.extensions.get(k).and_then(|v| v.trim().parse::<f64>().ok());
+    let number = |k: &str| {
+        e.extensions
+            .get(k)
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
     let id = ext("yt:videoId")?;
     let mut item = video_item(&id);
     item.title = e.title.clone().or_else(|| ext("media:title"));
