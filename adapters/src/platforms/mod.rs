@@ -5,8 +5,11 @@ pub mod code;
 pub mod decentral;
 pub mod fediverse;
 pub mod forum;
+pub mod microblog;
 pub mod news;
 pub mod techforum;
+pub mod video;
+pub mod web;
 
 use std::sync::Arc;
 
@@ -28,6 +31,16 @@ pub fn sources() -> Vec<Arc<dyn Source>> {
         // forum: the archive first, as it only takes date-ordered requests (see `Source::serves`)
         Arc::new(forum::arctic_shift::ArcticShift),
         Arc::new(forum::reddit_json::RedditJson),
+        // video: the keyed API, then the channel feed (channel uploads only)
+        Arc::new(video::data_api::DataApi),
+        Arc::new(video::rss::Rss),
+        // web: the operator's own metasearch instance, then the keyed API
+        Arc::new(web::searxng::Searxng),
+        Arc::new(web::brave::Brave),
+        // microblog: logged-out post reads first, the keyed official API last
+        Arc::new(microblog::syndication::Syndication),
+        Arc::new(microblog::fxtwitter::FxTwitter),
+        Arc::new(microblog::x_api::XApi),
     ]
 }
 

@@ -137,8 +137,11 @@ struct Entry {
 }
 
 impl Entry {
+    /// Enabled, with its credential when it needs one, and with a base URL (a self-hosted upstream
+    /// has an empty default base URL until the operator configures one).
     fn usable(&self) -> bool {
         self.settings.enabled
+            && !self.settings.base_url.trim().is_empty()
             && (!self.source.needs_credential() || self.settings.credential.is_some())
     }
 

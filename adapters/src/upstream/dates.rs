@@ -185,11 +185,23 @@ pub fn parse_compact(s: &str) -> Option<String> {
     from_unix(to_unix(y as i32, mo, d, h, mi, sec.min(59)))
 }
 
-/// A date written as text in any of the forms above: ISO-8601, RFC 2822 or compact.
+/// The classic microblog form `Wed Mar 11 16:42:05 +0000 2026` (weekday, month, day, time, zone,
+/// year), as the network's v1.1 objects and FxTwitter send it.
+pub fn parse_classic(s: &str) -> Option<String> {
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    let [_weekday, month, day, time, zone, year] = parts.as_slice() else {
+        return None;
+    };
+    // The same fields in RFC 2822 order: `11 Mar 2026 16:42:05 +0000`.
+    parse_rfc2822(&format!("{day} {month} {year} {time} {zone}"))
+}
+
+/// A date written as text in any of the forms above: ISO-8601, RFC 2822, compact or classic.
 pub fn parse_text(s: &str) -> Option<String> {
     parse_iso(s)
         .or_else(|| parse_rfc2822(s))
         .or_else(|| parse_compact(s))
+        .or_else(|| parse_classic(s))
 }
 
 #[cfg(test)]
@@ -289,5 +301,23 @@ mod tests {
             parse_text("2026-03-10T15:05:00+01:00").as_deref(),
             Some("2026-03-10T14:05:00Z")
         );
+    }
+
+    #[test]
+    fn classic_form() {
+        for (input, want) in [
+            ("Wed Mar 11 16:42:05 +0000 2026", "2026-03-11T16:42:05Z"),
+            ("Thu Jan 01 00:30:00 +0100 2026", "2025-12-31T23:30:00Z"),
+        ] {
+            assert_eq!(parse_classic(input).as_deref(), Some(want), "{input}");
+            assert_eq!(parse_text(input).as_deref(), Some(want), "{input}");
+        }
+        for bad in [
+            "",
+            "Wed Mar 11 16:42:05 +0000",
+            "Wed Foo 11 16:42:05 +0000 2026",
+        ] {
+            assert_eq!(parse_classic(bad), None, "{bad}");
+        }
     }
 }

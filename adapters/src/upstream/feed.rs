@@ -2,6 +2,8 @@
 //! normalised (RFC 2822 `pubDate`, ISO `updated`/`published`/`dc:date`); HTML fields are kept as
 //! sent so the source decides how to turn them into text.
 
+use std::collections::BTreeMap;
+
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
@@ -22,6 +24,10 @@ pub struct FeedEntry {
     pub source_name: Option<String>,
     pub source_url: Option<String>,
     pub categories: Vec<String>,
+    /// Namespaced extension elements of the entry (`yt:videoId`, `media:description`), by their
+    /// qualified name as written; attributes as `name@attribute` (`media:statistics@views`). The
+    /// first value of a name wins; nesting is not kept (`media:group/media:title` is `media:title`).
+    pub extensions: BTreeMap<String, String>,
 }
 
 /// The entries of an RSS 2.0, RSS 1.0 (RDF) or Atom document, in document order.
@@ -31,6 +37,8 @@ pub fn parse(xml: &str) -> Result<Vec<FeedEntry>, String> {
     let mut current: Option<FeedEntry> = None;
     // Local names of the open elements, and the text collected for the innermost one.
     let mut path: Vec<String> = Vec::new();
+    // Qualified names (`prefix:local`) of the same elements, for extension elements.
+    let mut qualified: Vec<String> = Vec::new();
     let mut text = String::new();
     let mut updated: Option<String> = None;
     let mut root_seen = false;
@@ -52,14 +60,17 @@ pub fn parse(xml: &str) -> Result<Vec<FeedEntry>, String> {
                     updated = None;
                 } else if let Some(entry) = current.as_mut() {
                     start_attrs(entry, &name, &e);
+                    extension_attrs(entry, &e);
                 }
                 path.push(name);
+                qualified.push(qname(&e));
                 text.clear();
             }
             Event::Empty(e) => {
                 let name = local(&e);
                 if let Some(entry) = current.as_mut() {
                     start_attrs(entry, &name, &e);
+                    extension_attrs(entry, &e);
                 }
             }
             Event::Text(t) => text.push_str(&t.xml10_content()),
@@ -78,6 +89,7 @@ pub fn parse(xml: &str) -> Result<Vec<FeedEntry>, String> {
             },
             Event::End(_) => {
                 let Some(name) = path.pop() else { continue };
+                let qualified_name = qualified.pop().unwrap_or_default();
                 let value = std::mem::take(&mut text);
                 let value = value.trim();
                 if matches!(name.as_str(), "item" | "entry") {
@@ -94,6 +106,12 @@ pub fn parse(xml: &str) -> Result<Vec<FeedEntry>, String> {
                 };
                 let parent = path.last().map(String::as_str).unwrap_or("");
                 let value = (!value.is_empty()).then(|| value.to_string());
+                if let (true, Some(v)) = (qualified_name.contains(':'), &value) {
+                    entry
+                        .extensions
+                        .entry(qualified_name)
+                        .or_insert_with(|| v.clone());
+                }
                 let set = |slot: &mut Option<String>, v: Option<String>| {
                     if slot.is_none() {
                         *slot = v;
@@ -134,6 +152,27 @@ pub fn parse(xml: &str) -> Result<Vec<FeedEntry>, String> {
 
 fn local(e: &BytesStart<'_>) -> String {
     e.local_name().as_ref().to_string()
+}
+
+fn qname(e: &BytesStart<'_>) -> String {
+    e.name().as_ref().to_string()
+}
+
+/// Attributes of a namespaced element, as `name@attribute`.
+fn extension_attrs(entry: &mut FeedEntry, e: &BytesStart<'_>) {
+    let name = qname(e);
+    if !name.contains(':') {
+        return;
+    }
+    for a in e.attributes().flatten() {
+        let key = a.key.as_ref().to_string();
+        if key.starts_with("xmlns") {
+            continue;
+        }
+        if let Some(v) = attr(e, &key) {
+            entry.extensions.entry(format!("{name}@{key}")).or_insert(v);
+        }
+    }
 }
 
 fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
@@ -207,6 +246,24 @@ mod tests {
         assert_eq!(e.author.as_deref(), Some("/u/bob"));
         assert_eq!(e.summary.as_deref(), Some("<p>hi</p>"));
         assert_eq!(e.categories, ["rust"]);
+    }
+
+    #[test]
+    fn extension_elements() {
+        let xml = r#"<feed xmlns="http://www.w3.org/2005/Atom" xmlns:yt="http://www.youtube.com/xml/schemas/2015" xmlns:media="http://search.yahoo.com/mrss/">
+<entry><yt:videoId>abc</yt:videoId><title>T</title><media:group><media:title>T</media:title>
+<media:thumbnail url="https://i.ytimg.com/vi/abc/hqdefault.jpg" width="480"/>
+<media:community><media:starRating count="5" average="4.80"/><media:statistics views="12"/></media:community>
+</media:group></entry></feed>"#;
+        let e = &parse(xml).unwrap()[0];
+        assert_eq!(e.extensions["yt:videoId"], "abc");
+        assert_eq!(e.extensions["media:title"], "T");
+        assert_eq!(e.extensions["media:starRating@count"], "5");
+        assert_eq!(e.extensions["media:statistics@views"], "12");
+        assert_eq!(
+            e.extensions["media:thumbnail@url"],
+            "https://i.ytimg.com/vi/abc/hqdefault.jpg"
+        );
     }
 
     #[test]

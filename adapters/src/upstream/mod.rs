@@ -256,6 +256,21 @@ pub async fn bounded<'a, T>(futures: Vec<BoxFuture<'a, T>>, limit: usize) -> Vec
     done.into_iter().flatten().collect()
 }
 
+/// An error with every occurrence of a secret (an API key sent in a query string, which transport
+/// errors quote with the URL) replaced, so a credential never reaches logs or clients.
+pub fn redact(e: SourceError, secret: Option<&str>) -> SourceError {
+    let Some(secret) = secret.filter(|s| !s.is_empty()) else {
+        return e;
+    };
+    let clean = |s: String| s.replace(secret, "<redacted>");
+    match e {
+        SourceError::Unavailable(s) => SourceError::Unavailable(clean(s)),
+        SourceError::Malformed(s) => SourceError::Malformed(clean(s)),
+        SourceError::Rejected(s) => SourceError::Rejected(clean(s)),
+        other => other,
+    }
+}
+
 /// Small readers for `serde_json::Value` trees that never panic on a missing or odd field.
 pub mod json {
     use serde_json::Value;
