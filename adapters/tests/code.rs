@@ -1,36 +1,14 @@
 //! code sources against recorded upstream answers.
 
-#[path = "../../tests/support/fake_upstream.rs"]
-mod fake_upstream;
-#[path = "support/item_schema.rs"]
-mod item_schema;
+mod support;
 
 use adapters::api::EndpointId;
-use adapters::item::Page;
-use adapters::sources::{CallError, Sources, SourcesConfig};
-use fake_upstream::{FakeUpstream, Route};
-use item_schema::assert_items_valid;
+use adapters::sources::{CallError, Sources};
 use serde_json::{Value, json};
+use support::{FakeUpstream, Route, assert_items_valid, at, call, header, item, sources};
 
 fn sources_at(up: &FakeUpstream, credential: Option<&str>) -> Sources {
-    let mut toml = format!(
-        "[source.\"code.github\"]\nbase_url = \"{}\"\n",
-        up.url("/gh")
-    );
-    if let Some(c) = credential {
-        toml.push_str(&format!("credential = \"{c}\"\n"));
-    }
-    let config: SourcesConfig = toml::from_str(&toml).expect("config");
-    Sources::new(&config).expect("sources")
-}
-
-async fn call(sources: &Sources, endpoint: EndpointId, query: &str) -> Result<Page, CallError> {
-    let request = endpoint.parse(query).expect("valid request");
-    sources.call(&request).await
-}
-
-fn v(page: &Page, i: usize) -> Value {
-    serde_json::to_value(&page.items[i]).unwrap()
+    sources(&[at("code.github", up.url("/gh")).credential(credential)])
 }
 
 #[tokio::test]
@@ -53,7 +31,7 @@ async fn search_repositories_with_headers_and_token() {
     .expect("page");
     assert_items_valid(&page.items);
     assert_eq!(page.total, Some(2));
-    let rust = v(&page, 0);
+    let rust = item(&page, 0);
     assert_eq!(rust["id"], "rust-lang/rust");
     assert_eq!(rust["type"], "repository");
     assert_eq!(rust["author"], "rust-lang");
@@ -66,28 +44,25 @@ async fn search_repositories_with_headers_and_token() {
         rust["extra"]["topics"],
         json!(["compiler", "language", "rust"])
     );
-    let other = v(&page, 1);
+    let other = item(&page, 1);
     assert_eq!(other["id"], "zoë/wörterbuch");
     assert_eq!(other["text"], Value::Null);
     assert!(other["extra"].get("topics").is_none());
     assert!(other["extra"].get("license").is_none());
 
     let seen = &up.seen()[0];
-    let header = |n: &str| {
-        seen.headers
-            .get(n)
-            .and_then(|h| h.to_str().ok())
-            .map(str::to_string)
-    };
     assert_eq!(
-        header("accept").as_deref(),
+        header(seen, "accept").as_deref(),
         Some("application/vnd.github+json")
     );
     assert_eq!(
-        header("x-github-api-version").as_deref(),
+        header(seen, "x-github-api-version").as_deref(),
         Some("2022-11-28")
     );
-    assert_eq!(header("authorization").as_deref(), Some("Bearer tok123"));
+    assert_eq!(
+        header(seen, "authorization").as_deref(),
+        Some("Bearer tok123")
+    );
 }
 
 #[tokio::test]
@@ -115,12 +90,12 @@ async fn issue_search_without_type_runs_issue_and_pr_queries() {
     assert_eq!(page.total, Some(42));
     assert_eq!(page.items.len(), 2);
     // Interleaved by the upstream's relevance score: the pull request scored higher.
-    let pr = v(&page, 0);
+    let pr = item(&page, 0);
     assert_eq!(pr["id"], "rust-lang/rust#102");
     assert_eq!(pr["type"], "pull_request");
     assert_eq!(pr["extra"]["draft"], true);
     assert_eq!(pr["extra"]["merged"], false);
-    let issue = v(&page, 1);
+    let issue = item(&page, 1);
     assert_eq!(issue["type"], "issue");
     assert_eq!(issue["title"], "ICE on `impl Trait` in <const> position");
     assert_eq!(issue["metrics"], json!({ "comments": 3, "likes": 4 }));
@@ -158,24 +133,21 @@ async fn users_and_code_search() {
         .unwrap();
     assert_items_valid(&users.items);
     assert_eq!(
-        (v(&users, 0)["type"].clone(), v(&users, 0)["id"].clone()),
+        (
+            item(&users, 0)["type"].clone(),
+            item(&users, 0)["id"].clone()
+        ),
         (json!("profile"), json!("octocat"))
     );
     let code = call(&sources, EndpointId::CodeSearch, "query=lookup&type=code")
         .await
         .unwrap();
     assert_items_valid(&code.items);
-    let file = v(&code, 0);
+    let file = item(&code, 0);
     assert_eq!(file["id"], "zoë/wörterbuch:src/lib.rs");
     assert_eq!(file["type"], "code");
     assert_eq!(file["text"], "fn lookup(word: &str)\n…\n// lookup table");
-    let accept = up.seen()[1]
-        .headers
-        .get("accept")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let accept = header(&up.seen()[1], "accept").unwrap();
     assert_eq!(accept, "application/vnd.github.text-match+json");
 }
 
@@ -194,7 +166,7 @@ async fn profile_and_repos() {
         .await
         .unwrap();
     assert_items_valid(&page.items);
-    let p = v(&page, 0);
+    let p = item(&page, 0);
     assert_eq!(p["type"], "profile");
     assert_eq!(p["author_name"], "The Octocat");
     assert_eq!(p["text"], Value::Null);
@@ -232,14 +204,14 @@ async fn repo_readme_and_releases() {
         .await
         .unwrap();
     assert_items_valid(&repo.items);
-    assert_eq!(v(&repo, 0)["extra"]["watchers"], 1490);
-    assert_eq!(v(&repo, 0)["extra"]["license"], "NOASSERTION");
+    assert_eq!(item(&repo, 0)["extra"]["watchers"], 1490);
+    assert_eq!(item(&repo, 0)["extra"]["license"], "NOASSERTION");
 
     let readme = call(&sources, EndpointId::CodeRepoReadme, "id=rust-lang/rust")
         .await
         .unwrap();
     assert_items_valid(&readme.items);
-    let r = v(&readme, 0);
+    let r = item(&readme, 0);
     assert_eq!(r["type"], "readme");
     assert_eq!(r["id"], "rust-lang/rust");
     assert_eq!(r["title"], "README.md");
@@ -250,17 +222,17 @@ async fn repo_readme_and_releases() {
     let raw = call(&sources, EndpointId::CodeRepoReadme, "id=raw/only")
         .await
         .unwrap();
-    assert_eq!(v(&raw, 0)["text"], "# Raw readme\n");
+    assert_eq!(item(&raw, 0)["text"], "# Raw readme\n");
 
     let rel = call(&sources, EndpointId::CodeRepoReleases, "id=rust-lang/rust")
         .await
         .unwrap();
     assert_items_valid(&rel.items);
-    let first = v(&rel, 0);
+    let first = item(&rel, 0);
     assert_eq!(first["id"], "rust-lang/rust@1.85.0");
     assert_eq!(first["created_at"], "2025-02-20T15:00:00Z");
     assert_eq!(first["metrics"], json!({ "likes": 10 }));
-    let second = v(&rel, 1);
+    let second = item(&rel, 1);
     assert_eq!(
         second["title"], "1.84.1",
         "tag name when the release has no name"
@@ -297,12 +269,12 @@ async fn issues_prs_and_comments() {
     assert_items_valid(&page.items);
     let kinds: Vec<String> = page.items.iter().map(|i| i.kind.clone()).collect();
     assert_eq!(kinds, ["issue", "pull_request", "issue"]);
-    let ghost = v(&page, 2);
+    let ghost = item(&page, 2);
     assert_eq!(ghost["author"], Value::Null);
     assert_eq!(ghost["extra"]["author_deleted"], true);
     assert_eq!(ghost["text"], Value::Null);
     assert_eq!(
-        v(&page, 0)["text"],
+        item(&page, 0)["text"],
         "Steps:\r\n1. build\r\n\r\n```rust\nfn main() {}\n```"
     );
 
@@ -310,7 +282,7 @@ async fn issues_prs_and_comments() {
         .await
         .unwrap();
     assert_items_valid(&pr.items);
-    let pr = v(&pr, 0);
+    let pr = item(&pr, 0);
     assert_eq!(pr["id"], "rust-lang/rust#104");
     assert_eq!(pr["type"], "pull_request");
     assert_eq!(pr["extra"]["merged"], true);
@@ -325,12 +297,12 @@ async fn issues_prs_and_comments() {
     .await
     .unwrap();
     assert_items_valid(&comments.items);
-    let c = v(&comments, 0);
+    let c = item(&comments, 0);
     assert_eq!(c["id"], "2001");
     assert_eq!(c["type"], "comment");
     assert_eq!(c["extra"]["parent_id"], "rust-lang/rust#101");
     assert_eq!(c["metrics"], json!({ "likes": 2 }));
-    let gone = v(&comments, 1);
+    let gone = item(&comments, 1);
     assert_eq!(
         (gone["author"].clone(), gone["text"].clone()),
         (Value::Null, Value::Null)

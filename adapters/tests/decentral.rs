@@ -1,25 +1,16 @@
 //! decentral (public AppView XRPC) against recorded upstream answers.
 
-#[path = "../../tests/support/fake_upstream.rs"]
-mod fake_upstream;
-#[path = "support/item_schema.rs"]
-mod item_schema;
+mod support;
 
 use adapters::api::EndpointId;
-use adapters::sources::{CallError, Sources, SourcesConfig};
-use fake_upstream::{FakeUpstream, Route};
-use item_schema::assert_items_valid;
+use adapters::sources::{CallError, Sources};
 use serde_json::{Value, json};
+use support::{FakeUpstream, Route, assert_items_valid, at, call, has_query, item, sources};
 
 const X: &str = "/xrpc/";
 
 fn sources_at(up: &FakeUpstream) -> Sources {
-    let toml = format!(
-        "[source.\"decentral.appview\"]\nbase_url = \"{}\"\n",
-        up.url("")
-    );
-    let config: SourcesConfig = toml::from_str(&toml).expect("config");
-    Sources::new(&config).expect("sources")
+    sources(&[at("decentral.appview", up.url(""))])
 }
 
 fn route(method: &str) -> Route {
@@ -41,17 +32,12 @@ async fn search_pages_through_the_same_source() {
     );
     let sources = sources_at(&up);
 
-    let first = sources
-        .call(
-            &EndpointId::DecentralSearch
-                .parse("query=rust&limit=2")
-                .unwrap(),
-        )
+    let first = call(&sources, EndpointId::DecentralSearch, "query=rust&limit=2")
         .await
         .expect("page 1");
     assert_items_valid(&first.items);
     assert_eq!(first.total, Some(1432));
-    let a = serde_json::to_value(&first.items[0]).unwrap();
+    let a = item(&first, 0);
     assert_eq!(
         a["id"],
         "at://did:plc:z72i7hdynmk6r22z27h6tvur/app.bsky.feed.post/3l6oveex3ii2l"
@@ -76,7 +62,7 @@ async fn search_pages_through_the_same_source() {
     );
     assert_eq!(a["extra"]["indexed_at"], "2024-10-15T16:04:06Z");
 
-    let reply = serde_json::to_value(&first.items[1]).unwrap();
+    let reply = item(&first, 1);
     assert_eq!(reply["type"], "comment");
     assert_eq!(reply["author"], "handle.invalid");
     assert_eq!(
@@ -96,14 +82,13 @@ async fn search_pages_through_the_same_source() {
 
     let cursor = first.next_cursor.expect("a next cursor");
     assert_ne!(cursor, "25", "the client cursor is opaque");
-    let second = sources
-        .call(
-            &EndpointId::DecentralSearch
-                .parse(&format!("query=rust&cursor={cursor}"))
-                .unwrap(),
-        )
-        .await
-        .expect("page 2");
+    let second = call(
+        &sources,
+        EndpointId::DecentralSearch,
+        &format!("query=rust&cursor={cursor}"),
+    )
+    .await
+    .expect("page 2");
     assert_items_valid(&second.items);
     assert_eq!(
         second.items[0].created_at.as_deref(),
@@ -114,20 +99,15 @@ async fn search_pages_through_the_same_source() {
     assert_eq!(second.next_cursor, None, "last page");
     let seen = up.seen();
     assert_eq!(seen.len(), 2);
-    assert!(
-        seen[1].query.contains(&("cursor".into(), "25".into())),
-        "{:?}",
-        seen[1].query
-    );
+    assert!(has_query(&seen[1], "cursor", "25"), "{:?}", seen[1].query);
 
     assert!(matches!(
-        sources
-            .call(
-                &EndpointId::DecentralSearch
-                    .parse("query=rust&cursor=bogus")
-                    .unwrap()
-            )
-            .await,
+        call(
+            &sources,
+            EndpointId::DecentralSearch,
+            "query=rust&cursor=bogus"
+        )
+        .await,
         Err(CallError::BadCursor)
     ));
 }
@@ -140,8 +120,7 @@ async fn closed_public_search_is_a_fallback_failure() {
             .status(403)
             .body(r#"{"error":"Forbidden","message":"search is disabled"}"#),
     );
-    let err = sources_at(&up)
-        .call(&EndpointId::DecentralSearch.parse("query=rust").unwrap())
+    let err = call(&sources_at(&up), EndpointId::DecentralSearch, "query=rust")
         .await
         .expect_err("403");
     assert!(matches!(err, CallError::AllSourcesFailed(_)), "{err:?}");
@@ -179,16 +158,11 @@ async fn profile_feed_and_actor_search() {
     );
     let sources = sources_at(&up);
 
-    let profile = sources
-        .call(
-            &EndpointId::DecentralProfile
-                .parse("handle=@bsky.app")
-                .unwrap(),
-        )
+    let profile = call(&sources, EndpointId::DecentralProfile, "handle=@bsky.app")
         .await
         .expect("profile");
     assert_items_valid(&profile.items);
-    let p = serde_json::to_value(&profile.items[0]).unwrap();
+    let p = item(&profile, 0);
     assert_eq!(p["id"], "did:plc:z72i7hdynmk6r22z27h6tvur");
     assert_eq!(p["type"], "profile");
     assert_eq!(p["author"], "bsky.app");
@@ -197,14 +171,13 @@ async fn profile_feed_and_actor_search() {
     assert_eq!(p["extra"]["followers_count"], 31234567);
     assert_eq!(p["metrics"], json!({}));
 
-    let feed = sources
-        .call(
-            &EndpointId::DecentralProfilePosts
-                .parse("handle=bsky.app&limit=5")
-                .unwrap(),
-        )
-        .await
-        .expect("feed");
+    let feed = call(
+        &sources,
+        EndpointId::DecentralProfilePosts,
+        "handle=bsky.app&limit=5",
+    )
+    .await
+    .expect("feed");
     assert_items_valid(&feed.items);
     assert_eq!(feed.items.len(), 3, "the entry without a uri is skipped");
     assert_eq!(feed.items[1].extra["reposted_by"], "bsky.app");
@@ -221,29 +194,27 @@ async fn profile_feed_and_actor_search() {
     );
     assert_eq!(feed.items[2].kind, "comment");
     let next = feed.next_cursor.expect("cursor");
-    let last = sources
-        .call(
-            &EndpointId::DecentralProfilePosts
-                .parse(&format!("handle=bsky.app&cursor={next}"))
-                .unwrap(),
-        )
-        .await
-        .expect("last page");
+    let last = call(
+        &sources,
+        EndpointId::DecentralProfilePosts,
+        &format!("handle=bsky.app&cursor={next}"),
+    )
+    .await
+    .expect("last page");
     assert!(last.items.is_empty());
     assert_eq!(last.next_cursor, None);
 
-    let actors = sources
-        .call(
-            &EndpointId::DecentralProfileSearch
-                .parse("query=blue%20sky")
-                .unwrap(),
-        )
-        .await
-        .expect("actors");
+    let actors = call(
+        &sources,
+        EndpointId::DecentralProfileSearch,
+        "query=blue%20sky",
+    )
+    .await
+    .expect("actors");
     assert_items_valid(&actors.items);
     assert_eq!(actors.items.len(), 2);
     assert_eq!(actors.next_cursor, None, "the endpoint takes no cursor");
-    let bare = serde_json::to_value(&actors.items[1]).unwrap();
+    let bare = item(&actors, 1);
     assert_eq!(
         (
             bare["author_name"].clone(),
@@ -253,13 +224,12 @@ async fn profile_feed_and_actor_search() {
         (Value::Null, Value::Null, Value::Null)
     );
 
-    let missing = sources
-        .call(
-            &EndpointId::DecentralProfile
-                .parse("handle=nobody.example")
-                .unwrap(),
-        )
-        .await;
+    let missing = call(
+        &sources,
+        EndpointId::DecentralProfile,
+        "handle=nobody.example",
+    )
+    .await;
     assert!(
         matches!(missing, Err(CallError::Upstream(_))),
         "{missing:?}"
@@ -276,16 +246,15 @@ async fn post_by_web_url_with_thread_counts() {
     );
     up.route(route("app.bsky.feed.getPostThread").status(400).body(r#"{"error":"NotFound","message":"Post not found: at://did:plc:z72i7hdynmk6r22z27h6tvur/app.bsky.feed.post/zzz"}"#));
     let sources = sources_at(&up);
-    let page = sources
-        .call(
-            &EndpointId::DecentralPost
-                .parse("url=https://bsky.app/profile/bsky.app/post/3l6oveex3ii2l")
-                .unwrap(),
-        )
-        .await
-        .expect("post");
+    let page = call(
+        &sources,
+        EndpointId::DecentralPost,
+        "url=https://bsky.app/profile/bsky.app/post/3l6oveex3ii2l",
+    )
+    .await
+    .expect("post");
     assert_items_valid(&page.items);
-    let p = serde_json::to_value(&page.items[0]).unwrap();
+    let p = item(&page, 0);
     assert_eq!(
         p["id"], "at://did:plc:z72i7hdynmk6r22z27h6tvur/app.bsky.feed.post/3l6oveex3ii2l",
         "the canonical at-uri"
@@ -304,12 +273,11 @@ async fn post_by_web_url_with_thread_counts() {
         "at://did:plc:z72i7hdynmk6r22z27h6tvur/app.bsky.feed.post/3root"
     );
 
-    let gone = sources
-        .call(
-            &EndpointId::DecentralPost
-                .parse("url=at://did:plc:z72i7hdynmk6r22z27h6tvur/app.bsky.feed.post/zzz")
-                .unwrap(),
-        )
-        .await;
+    let gone = call(
+        &sources,
+        EndpointId::DecentralPost,
+        "url=at://did:plc:z72i7hdynmk6r22z27h6tvur/app.bsky.feed.post/zzz",
+    )
+    .await;
     assert!(matches!(gone, Err(CallError::Upstream(_))), "{gone:?}");
 }

@@ -1,16 +1,14 @@
 //! fediverse (Mastodon REST of the chosen instance) against recorded upstream answers, and the
 //! SSRF guard on the client-named `instance`.
 
-#[path = "../../tests/support/fake_upstream.rs"]
-mod fake_upstream;
-#[path = "support/item_schema.rs"]
-mod item_schema;
+mod support;
 
 use adapters::api::{EndpointId, Request, fediverse};
-use adapters::sources::{CallError, Sources, SourcesConfig};
-use fake_upstream::{FakeUpstream, Route};
-use item_schema::assert_items_valid;
+use adapters::sources::{CallError, Sources};
 use serde_json::{Value, json};
+use support::{
+    FakeUpstream, Route, assert_items_valid, at, call, has_query, header, item, sources_with,
+};
 
 fn port(up: &FakeUpstream) -> u16 {
     up.url("")
@@ -23,19 +21,18 @@ fn port(up: &FakeUpstream) -> u16 {
 /// The default instance is the fake upstream; client-named instances are reached on its port
 /// over http. `private` turns the SSRF guard's test switch on.
 fn sources_at(up: &FakeUpstream, private: bool, token: Option<&str>) -> Sources {
-    let credential = token
-        .map(|t| format!("credential = \"{t}\"\n"))
-        .unwrap_or_default();
-    let toml = format!(
+    let top = format!(
         "allow_private_hosts = {private}\n\
          [host_overrides]\n\"mastodon.test\" = [\"127.0.0.1\"]\n\"evil.test\" = [\"127.0.0.1\"]\n\
-         \"meta.test\" = [\"169.254.169.254\"]\n\"mapped.test\" = [\"::ffff:127.0.0.1\"]\n\"lan.test\" = [\"10.0.0.1\", \"93.184.215.14\"]\n\
-         [source.\"fediverse.mastodon\"]\nbase_url = \"{}\"\ninstance_scheme = \"http\"\ninstance_port = {}\n{credential}",
-        up.url(""),
-        port(up)
+         \"meta.test\" = [\"169.254.169.254\"]\n\"mapped.test\" = [\"::ffff:127.0.0.1\"]\n\"lan.test\" = [\"10.0.0.1\", \"93.184.215.14\"]"
     );
-    let config: SourcesConfig = toml::from_str(&toml).expect("config");
-    Sources::new(&config).expect("sources")
+    sources_with(
+        &top,
+        &[at("fediverse.mastodon", up.url(""))
+            .with("instance_scheme = \"http\"")
+            .with(&format!("instance_port = {}", port(up)))
+            .credential(token)],
+    )
 }
 
 #[tokio::test]
@@ -52,17 +49,16 @@ async fn tag_timeline_maps_statuses() {
     );
     let sources = sources_at(&up, true, None);
 
-    let page = sources
-        .call(
-            &EndpointId::FediverseTag
-                .parse("query=rust&limit=3&instance=mastodon.test")
-                .unwrap(),
-        )
-        .await
-        .expect("tag timeline");
+    let page = call(
+        &sources,
+        EndpointId::FediverseTag,
+        "query=rust&limit=3&instance=mastodon.test",
+    )
+    .await
+    .expect("tag timeline");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 3, "the status without an id is skipped");
-    let a = serde_json::to_value(&page.items[0]).unwrap();
+    let a = item(&page, 0);
     assert_eq!(a["id"], "mastodon.test:113301234567890123");
     assert_eq!(a["type"], "post");
     assert_eq!(
@@ -94,7 +90,7 @@ async fn tag_timeline_maps_statuses() {
         "an empty content warning is left out"
     );
 
-    let b = serde_json::to_value(&page.items[1]).unwrap();
+    let b = item(&page, 1);
     assert_eq!(b["type"], "comment");
     assert_eq!(b["author"], "bob@fosstodon.org");
     assert_eq!(b["author_name"], Value::Null);
@@ -107,7 +103,7 @@ async fn tag_timeline_maps_statuses() {
     assert_eq!(b["extra"]["edited_at"], "2024-10-15T17:05:00Z");
     assert_eq!(b["metrics"]["quotes"], 1);
 
-    let boost = serde_json::to_value(&page.items[2]).unwrap();
+    let boost = item(&page, 2);
     assert_eq!(
         boost["id"], "mastodon.test:113300000000000001",
         "a boost is the original status"
@@ -116,19 +112,18 @@ async fn tag_timeline_maps_statuses() {
     assert_eq!(boost["text"], "Grüße aus #rust");
     assert_eq!(boost["extra"]["reblogged_by"], "carol@mastodon.test");
 
-    let empty = sources
-        .call(
-            &EndpointId::FediverseTag
-                .parse("query=日本語&instance=mastodon.test")
-                .unwrap(),
-        )
-        .await
-        .expect("empty timeline");
+    let empty = call(
+        &sources,
+        EndpointId::FediverseTag,
+        "query=日本語&instance=mastodon.test",
+    )
+    .await
+    .expect("empty timeline");
     assert!(empty.items.is_empty());
     assert_eq!(empty.total, Some(0));
     let seen = up.seen();
     assert_eq!(
-        seen[0].headers.get("host").and_then(|h| h.to_str().ok()),
+        header(&seen[0], "host").as_deref(),
         Some(format!("mastodon.test:{}", port(&up)).as_str())
     );
     assert!(
@@ -173,23 +168,19 @@ async fn search_needs_the_instance_token() {
     );
     let seen = up.seen();
     assert_eq!(
-        seen[0]
-            .headers
-            .get("authorization")
-            .and_then(|h| h.to_str().ok()),
+        header(&seen[0], "authorization").as_deref(),
         Some("Bearer s3cret")
     );
-    assert!(seen[0].query.contains(&("limit".into(), "5".into())));
+    assert!(has_query(&seen[0], "limit", "5"));
 
     // The token belongs to the configured instance and is never sent to another one.
     up.reset();
-    let other = sources
-        .call(
-            &EndpointId::FediverseSearch
-                .parse("query=ferris&instance=mastodon.test")
-                .unwrap(),
-        )
-        .await;
+    let other = call(
+        &sources,
+        EndpointId::FediverseSearch,
+        "query=ferris&instance=mastodon.test",
+    )
+    .await;
     assert!(
         matches!(other, Err(CallError::NotConfigured(_))),
         "{other:?}"
@@ -277,13 +268,12 @@ async fn redirects_are_not_followed() {
     );
     up.route(Route::get("/internal/secret").body("[]"));
     let sources = sources_at(&up, true, None);
-    let result = sources
-        .call(
-            &EndpointId::FediverseTag
-                .parse("query=rust&instance=mastodon.test")
-                .unwrap(),
-        )
-        .await;
+    let result = call(
+        &sources,
+        EndpointId::FediverseTag,
+        "query=rust&instance=mastodon.test",
+    )
+    .await;
     assert!(result.is_err(), "{result:?}");
     let paths: Vec<String> = up.seen().into_iter().map(|s| s.path).collect();
     assert_eq!(

@@ -1,42 +1,20 @@
 //! forum sources against recorded upstream answers: the live JSON listings, the archive, the
 //! fallback and the cursor between pages.
 
-#[path = "../../tests/support/fake_upstream.rs"]
-mod fake_upstream;
-#[path = "support/item_schema.rs"]
-mod item_schema;
+mod support;
 
 use std::time::Duration;
 
 use adapters::api::EndpointId;
-use adapters::item::Page;
-use adapters::sources::{CallError, Sources, SourcesConfig};
-use fake_upstream::{FakeUpstream, Route};
-use item_schema::assert_items_valid;
+use adapters::sources::{CallError, Sources};
 use serde_json::{Value, json};
+use support::{FakeUpstream, Route, assert_items_valid, at, call, has_query, item, sources};
 
 fn sources_at(up: &FakeUpstream) -> Sources {
-    let toml = format!(
-        "[source.\"forum.reddit_json\"]\nbase_url = \"{}\"\n\
-         [source.\"forum.arctic_shift\"]\nbase_url = \"{}\"\ntimeout_ms = 300\n",
-        up.url("/rd"),
-        up.url("/as")
-    );
-    let config: SourcesConfig = toml::from_str(&toml).expect("config");
-    Sources::new(&config).expect("sources")
-}
-
-async fn call(sources: &Sources, endpoint: EndpointId, query: &str) -> Result<Page, CallError> {
-    let request = endpoint.parse(query).expect("valid request");
-    sources.call(&request).await
-}
-
-fn v(page: &Page, i: usize) -> Value {
-    serde_json::to_value(&page.items[i]).unwrap()
-}
-
-fn has(seen: &fake_upstream::Seen, key: &str, value: &str) -> bool {
-    seen.query.contains(&(key.into(), value.into()))
+    sources(&[
+        at("forum.reddit_json", up.url("/rd")),
+        at("forum.arctic_shift", up.url("/as")).timeout_ms(300),
+    ])
 }
 
 #[tokio::test]
@@ -61,7 +39,7 @@ async fn search_maps_posts() {
     .expect("page");
     assert_items_valid(&page.items);
     assert!(page.next_cursor.is_some(), "search pages on");
-    let p = v(&page, 0);
+    let p = item(&page, 0);
     assert_eq!(p["id"], "1abc2de");
     assert_eq!(p["type"], "post");
     assert_eq!(p["title"], "Rust & WebAssembly — “fast” 🚀");
@@ -82,14 +60,14 @@ async fn search_maps_posts() {
         p["extra"].get("link_url").is_none(),
         "a self post links nowhere else"
     );
-    let link = v(&page, 1);
+    let link = item(&page, 1);
     assert_eq!(link["author"], Value::Null);
     assert_eq!(link["extra"]["author_deleted"], true);
     assert_eq!(
         link["extra"]["link_url"],
         "https://blog.example.com/rust-2026?x=1"
     );
-    let removed = v(&page, 2);
+    let removed = item(&page, 2);
     assert_eq!(
         (removed["title"].clone(), removed["text"].clone()),
         (Value::Null, Value::Null)
@@ -150,8 +128,11 @@ async fn community_posts_cursor_goes_back_to_the_same_source() {
         seen.iter().all(|s| s.path.starts_with("/rd/")),
         "the archive does not rank by hotness"
     );
-    assert!(has(&seen[1], "after", "t3_1abc2df"));
-    assert!(!has(&seen[0], "t", "week"), "timeframe applies to top only");
+    assert!(has_query(&seen[1], "after", "t3_1abc2df"));
+    assert!(
+        !has_query(&seen[0], "t", "week"),
+        "timeframe applies to top only"
+    );
 }
 
 #[tokio::test]
@@ -179,11 +160,11 @@ async fn community_posts_new_come_from_the_archive_and_page_by_date() {
     .await
     .expect("page 1");
     assert_items_valid(&first.items);
-    let a = v(&first, 0);
+    let a = item(&first, 0);
     assert_eq!(a["title"], "Archived post & more");
     assert_eq!(a["extra"]["from_archive"], true);
     assert_eq!(a["created_at"], "2026-01-08T10:00:00Z");
-    let b = v(&first, 1);
+    let b = item(&first, 1);
     assert_eq!(
         b["created_at"], "2026-01-08T09:00:00Z",
         "a date written as a string"
@@ -201,7 +182,7 @@ async fn community_posts_new_come_from_the_archive_and_page_by_date() {
     assert_eq!(second.next_cursor, None);
     let seen = up.seen();
     assert!(
-        has(&seen[1], "after", "1735689600"),
+        has_query(&seen[1], "after", "1735689600"),
         "the bound is kept on later pages"
     );
 }
@@ -318,7 +299,7 @@ async fn community_and_communities() {
         .await
         .unwrap();
     assert_items_valid(&page.items);
-    let c = v(&page, 0);
+    let c = item(&page, 0);
     assert_eq!(c["type"], "community");
     assert_eq!(c["id"], "rust");
     assert_eq!(
@@ -364,7 +345,7 @@ async fn profile_and_its_comments() {
         .await
         .unwrap();
     assert_items_valid(&page.items);
-    let p = v(&page, 0);
+    let p = item(&page, 0);
     assert_eq!(p["type"], "profile");
     assert_eq!(p["author_name"], "Ferris the Crab");
     assert_eq!(p["text"], "🦀 I like <Rust>");
@@ -376,7 +357,7 @@ async fn profile_and_its_comments() {
         .unwrap();
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 2, "no bound: the live listing");
-    let c = v(&page, 0);
+    let c = item(&page, 0);
     assert_eq!(c["type"], "comment");
     assert_eq!(c["extra"]["post_title"], "Why Rust & not C?");
     assert_eq!(c["extra"]["parent_id"], "zz");
@@ -391,7 +372,7 @@ async fn profile_and_its_comments() {
     .unwrap();
     assert_items_valid(&page.items);
     assert_eq!(
-        v(&page, 0)["extra"]["from_archive"],
+        item(&page, 0)["extra"]["from_archive"],
         true,
         "a date bound goes to the archive"
     );
@@ -420,7 +401,7 @@ async fn post_and_its_comment_tree() {
     .await
     .unwrap();
     assert_items_valid(&page.items);
-    assert_eq!(v(&page, 0)["id"], "1abc2de");
+    assert_eq!(item(&page, 0)["id"], "1abc2de");
     let by_id = call(&sources, EndpointId::ForumPost, "id=t3_1abc2de")
         .await
         .unwrap();
@@ -460,17 +441,17 @@ async fn post_and_its_comment_tree() {
         Some(42),
         "the post's comment count, with the replies behind stubs"
     );
-    let c11 = v(&page, 1);
+    let c11 = item(&page, 1);
     assert_eq!(c11["text"], "reply > one");
     assert_eq!(c11["author"], Value::Null);
     assert_eq!(c11["created_at"], "2026-01-08T10:43:20Z");
     assert_eq!(c11["extra"]["more_replies"], 4);
-    let c12 = v(&page, 3);
+    let c12 = item(&page, 3);
     assert_eq!(
         (c12["text"].clone(), c12["author"].clone()),
         (Value::Null, Value::Null)
     );
-    let c2 = v(&page, 4);
+    let c2 = item(&page, 4);
     assert_eq!(c2["metrics"], json!({}), "a hidden score is left out");
     assert_eq!(c2["extra"]["score_hidden"], true);
 
@@ -509,10 +490,10 @@ async fn comment_search_goes_to_the_archive() {
     .await
     .expect("page");
     assert_items_valid(&page.items);
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(a["url"], "https://www.reddit.com/r/rust/comments/p1/_/kc1/");
     assert_eq!(a["text"], "I love \"borrow checker\" errors");
-    let b = v(&page, 1);
+    let b = item(&page, 1);
     assert_eq!(b["text"], "borrow checker & lifetimes");
     assert_eq!(b["extra"]["author_deleted"], true);
     let seen = &up.seen()[0];

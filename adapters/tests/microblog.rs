@@ -1,44 +1,22 @@
 //! microblog sources against recorded upstream answers: logged-out post lookups (embed backend,
 //! FxTwitter), the keyed official API, fallback, tombstones and cursors.
 
-#[path = "../../tests/support/fake_upstream.rs"]
-mod fake_upstream;
-#[path = "support/item_schema.rs"]
-mod item_schema;
+mod support;
 
 use adapters::api::EndpointId;
-use adapters::item::Page;
 use adapters::platforms::microblog::syndication::token;
-use adapters::sources::{CallError, Sources, SourcesConfig};
-use fake_upstream::{FakeUpstream, Route};
-use item_schema::assert_items_valid;
+use adapters::sources::{CallError, Sources};
 use serde_json::{Value, json};
+use support::{FakeUpstream, Route, assert_items_valid, at, call, header, item, sources};
 
 const BEARER: &str = "AAAAdummy-bearer";
 
 fn sources_at(up: &FakeUpstream, bearer: bool) -> Sources {
-    let mut toml = format!(
-        "[source.\"microblog.syndication\"]\nbase_url = \"{}\"\ntimeout_ms = 300\n\
-         [source.\"microblog.fxtwitter\"]\nbase_url = \"{}\"\n\
-         [source.\"microblog.x_api\"]\nbase_url = \"{}\"\n",
-        up.url("/syn"),
-        up.url("/fx"),
-        up.url("/x/2")
-    );
-    if bearer {
-        toml.push_str(&format!("credential = \"{BEARER}\"\n"));
-    }
-    Sources::new(&toml::from_str::<SourcesConfig>(&toml).expect("config")).expect("sources")
-}
-
-async fn call(sources: &Sources, endpoint: EndpointId, query: &str) -> Result<Page, CallError> {
-    sources
-        .call(&endpoint.parse(query).expect("valid request"))
-        .await
-}
-
-fn v(page: &Page, i: usize) -> Value {
-    serde_json::to_value(&page.items[i]).unwrap()
+    sources(&[
+        at("microblog.syndication", up.url("/syn")).timeout_ms(300),
+        at("microblog.fxtwitter", up.url("/fx")),
+        at("microblog.x_api", up.url("/x/2")).credential(bearer.then_some(BEARER)),
+    ])
 }
 
 #[tokio::test]
@@ -72,7 +50,7 @@ async fn embed_lookup_skips_missing_and_marks_tombstones() {
     .expect("page");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 3, "the missing post is left out");
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(a["id"], "20");
     assert_eq!(a["type"], "post");
     assert_eq!(a["title"], Value::Null);
@@ -84,7 +62,7 @@ async fn embed_lookup_skips_missing_and_marks_tombstones() {
     assert_eq!(a["metrics"], json!({"likes": 300214, "comments": 16234}));
     assert_eq!(a["extra"]["is_reply"], false);
     assert_eq!(a["extra"]["lang"], "en");
-    let b = v(&page, 1);
+    let b = item(&page, 1);
     assert_eq!(b["type"], "comment");
     assert_eq!(b["text"], "@jack Danke & Grüße <3 — 🚀");
     assert_eq!(b["author_name"], "Jürgen Ä.");
@@ -92,7 +70,7 @@ async fn embed_lookup_skips_missing_and_marks_tombstones() {
     assert_eq!(b["metrics"], json!({"likes": 0, "comments": 0}));
     assert_eq!(b["extra"]["is_reply"], true);
     assert_eq!(b["extra"]["in_reply_to"], "20");
-    let c = v(&page, 2);
+    let c = item(&page, 2);
     assert_eq!(c["id"], "1628832338187636740");
     assert_eq!(c["extra"]["unavailable"], true);
     assert!(
@@ -152,7 +130,7 @@ async fn failing_embed_backend_falls_back_to_fxtwitter() {
     .expect("page");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 2);
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(
         a["created_at"], "2006-03-21T20:50:14Z",
         "created_timestamp (unix)"
@@ -163,7 +141,7 @@ async fn failing_embed_backend_falls_back_to_fxtwitter() {
         "null views left out"
     );
     assert_eq!(a["extra"]["author_followers"], 6412345);
-    let b = v(&page, 1);
+    let b = item(&page, 1);
     assert_eq!(b["type"], "comment");
     assert_eq!(b["created_at"], "2026-03-11T16:42:05Z", "classic date form");
     assert_eq!(
@@ -219,7 +197,7 @@ async fn fxtwitter_profile() {
     .await
     .expect("page");
     assert_items_valid(&page.items);
-    let p = v(&page, 0);
+    let p = item(&page, 0);
     assert_eq!(p["type"], "profile");
     assert_eq!(p["id"], "12");
     assert_eq!(p["title"], "jack");
@@ -288,7 +266,7 @@ async fn official_search_maps_and_follows_the_cursor() {
     .expect("page");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 3);
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(a["text"], "Rust & async: thread 🧵");
     assert_eq!(
         a["url"],
@@ -302,11 +280,11 @@ async fn official_search_maps_and_follows_the_cursor() {
     );
     assert_eq!(a["extra"]["author_followers"], 700123);
     assert_eq!(a["extra"]["is_reply"], false);
-    let b = v(&page, 1);
+    let b = item(&page, 1);
     assert_eq!(b["type"], "comment");
     assert_eq!(b["extra"]["in_reply_to"], "1900000000000000001");
     assert_eq!(b["extra"]["author_followers"], 0);
-    let c = v(&page, 2);
+    let c = item(&page, 2);
     assert_eq!(
         c["text"], "a long post, in full, with <html>",
         "note_tweet wins"
@@ -314,11 +292,7 @@ async fn official_search_maps_and_follows_the_cursor() {
     assert_eq!(c["author"], Value::Null, "author not in includes");
     assert_eq!(c["url"], "https://x.com/i/status/1900000000000000003");
     assert_eq!(c["metrics"], json!({}));
-    let auth = up.seen()[0]
-        .headers
-        .get("authorization")
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_string);
+    let auth = header(&up.seen()[0], "authorization");
     assert_eq!(auth.as_deref(), Some(format!("Bearer {BEARER}").as_str()));
     let cursor = page.next_cursor.expect("next page");
     let next = call(
@@ -406,7 +380,7 @@ async fn official_profile_and_missing_user() {
         .await
         .expect("page");
     assert_items_valid(&page.items);
-    let p = v(&page, 0);
+    let p = item(&page, 0);
     assert_eq!(p["id"], "2244994945");
     assert_eq!(
         p["text"],
@@ -445,7 +419,7 @@ async fn official_lookup_and_comments() {
         .expect("page");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 1);
-    assert_eq!(v(&page, 0)["metrics"]["quotes"], 12000);
+    assert_eq!(item(&page, 0)["metrics"]["quotes"], 12000);
     let page = call(
         &sources,
         EndpointId::MicroblogPostComments,

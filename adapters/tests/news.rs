@@ -1,37 +1,24 @@
 //! news sources against recorded upstream answers, and the fallback between them.
 
-#[path = "../../tests/support/fake_upstream.rs"]
-mod fake_upstream;
-#[path = "support/item_schema.rs"]
-mod item_schema;
+mod support;
 
 use std::time::Duration;
 
 use adapters::api::EndpointId;
 use adapters::item::Page;
-use adapters::sources::{CallError, Sources, SourcesConfig};
-use fake_upstream::{FakeUpstream, Route};
-use item_schema::assert_items_valid;
+use adapters::sources::{CallError, Sources};
 use serde_json::{Value, json};
+use support::{FakeUpstream, Route, assert_items_valid, at, call, has_query, item, sources};
 
 fn sources_at(up: &FakeUpstream) -> Sources {
-    let toml = format!(
-        "[source.\"news.google_news\"]\nbase_url = \"{}\"\ntimeout_ms = 300\n\
-         [source.\"news.gdelt\"]\nbase_url = \"{}\"\n",
-        up.url("/gn"),
-        up.url("/gdelt")
-    );
-    let config: SourcesConfig = toml::from_str(&toml).expect("config");
-    Sources::new(&config).expect("sources")
+    sources(&[
+        at("news.google_news", up.url("/gn")).timeout_ms(300),
+        at("news.gdelt", up.url("/gdelt")),
+    ])
 }
 
 async fn search(sources: &Sources, query: &str) -> Result<Page, CallError> {
-    let request = EndpointId::NewsSearch.parse(query).expect("valid request");
-    sources.call(&request).await
-}
-
-fn v(page: &Page, i: usize) -> Value {
-    serde_json::to_value(&page.items[i]).unwrap()
+    call(sources, EndpointId::NewsSearch, query).await
 }
 
 #[tokio::test]
@@ -55,7 +42,7 @@ async fn google_news_rss_is_mapped() {
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 3, "limit applied client-side");
     assert_eq!(page.total, Some(4));
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(a["type"], "article");
     assert_eq!(
         a["id"],
@@ -79,7 +66,7 @@ async fn google_news_rss_is_mapped() {
     assert_eq!(a["metrics"], json!({}));
     assert_eq!(a["extra"]["source"], "The Register");
     assert_eq!(a["extra"]["source_url"], "https://www.theregister.com");
-    let b = v(&page, 1);
+    let b = item(&page, 1);
     assert_eq!(
         b["title"],
         "Warum Rust? Ein Überblick – „sicher“ und schnell"
@@ -88,7 +75,7 @@ async fn google_news_rss_is_mapped() {
         b["created_at"], "2026-03-09T07:30:00Z",
         "+0100 offset normalised"
     );
-    let c = v(&page, 2);
+    let c = item(&page, 2);
     assert_eq!(c["title"], "Rust in the Linux kernel: a status report");
     assert_eq!(
         (
@@ -118,7 +105,7 @@ async fn check_gdelt_answered(up: &FakeUpstream, sources: &Sources) {
         .expect("page");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 3);
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(a["id"], "https://www.theregister.com/2026/03/10/rust/");
     assert_eq!(
         a["title"],
@@ -128,10 +115,10 @@ async fn check_gdelt_answered(up: &FakeUpstream, sources: &Sources) {
     assert_eq!(a["author"], "theregister.com");
     assert_eq!(a["extra"]["source_country"], "United Kingdom");
     assert_eq!(
-        v(&page, 1)["title"],
+        item(&page, 1)["title"],
         "Le langage Rust: pourquoi tant d'engouement?"
     );
-    let bare = v(&page, 2);
+    let bare = item(&page, 2);
     assert_eq!(
         (bare["title"].clone(), bare["created_at"].clone()),
         (Value::Null, Value::Null)
@@ -148,7 +135,7 @@ async fn check_gdelt_answered(up: &FakeUpstream, sources: &Sources) {
         ("maxrecords", "10"),
     ] {
         assert!(
-            gdelt.query.contains(&(pair.0.into(), pair.1.into())),
+            has_query(&gdelt, pair.0, pair.1),
             "{pair:?} in {:?}",
             gdelt.query
         );

@@ -1,39 +1,34 @@
 //! techforum sources against recorded upstream answers.
 
-#[path = "../../tests/support/fake_upstream.rs"]
-mod fake_upstream;
-#[path = "support/item_schema.rs"]
-mod item_schema;
+mod support;
 
 use std::time::Duration;
 
 use adapters::api::EndpointId;
-use adapters::sources::{BreakerState, CallError, Sources, SourcesConfig};
-use fake_upstream::{FakeUpstream, Route};
-use item_schema::assert_items_valid;
+use adapters::sources::{BreakerState, CallError, Sources};
 use serde_json::{Value, json};
+use support::{
+    FakeUpstream, Route, assert_items_valid, at, call, disabled, has_query, header, item, sources,
+};
 
 /// Algolia at `/prefix/api/v1` (a base URL with a path prefix must work), Firebase at `/fb/v0`,
 /// plus `extra` TOML at the top of the `[sources]` table.
 fn sources_with(up: &FakeUpstream, extra: &str) -> Sources {
-    let toml = format!(
-        "{extra}\n[source.\"techforum.algolia\"]\nbase_url = \"{}\"\ntimeout_ms = 500\n\
-         [source.\"techforum.firebase\"]\nbase_url = \"{}\"\n",
-        up.url("/prefix/api/v1"),
-        up.url("/fb/v0"),
-    );
-    let config: SourcesConfig = toml::from_str(&toml).expect("config");
-    Sources::new(&config).expect("sources")
+    support::sources_with(
+        extra,
+        &[
+            at("techforum.algolia", up.url("/prefix/api/v1")).timeout_ms(500),
+            at("techforum.firebase", up.url("/fb/v0")),
+        ],
+    )
 }
 
 /// Algolia alone (the Firebase fallback switched off).
 fn sources_at(up: &FakeUpstream) -> Sources {
-    let toml = format!(
-        "[source.\"techforum.algolia\"]\nbase_url = \"{}\"\n[source.\"techforum.firebase\"]\nenabled = false\n",
-        up.url("/prefix/api/v1")
-    );
-    let config: SourcesConfig = toml::from_str(&toml).expect("config");
-    Sources::new(&config).expect("sources")
+    sources(&[
+        at("techforum.algolia", up.url("/prefix/api/v1")),
+        disabled("techforum.firebase"),
+    ])
 }
 
 fn firebase_routes(up: &FakeUpstream) {
@@ -80,7 +75,7 @@ async fn search_maps_hits_and_pages() {
 
     assert_eq!(page.total, Some(4213));
     assert_eq!(page.items.len(), 3);
-    let first = serde_json::to_value(&page.items[0]).unwrap();
+    let first = item(&page, 0);
     assert_eq!(first["id"], "8863");
     assert_eq!(first["type"], "post");
     assert_eq!(first["created_at"], "2007-04-04T19:16:40Z");
@@ -94,7 +89,7 @@ async fn search_maps_hits_and_pages() {
     );
     assert_eq!(first["url"], "https://news.ycombinator.com/item?id=8863");
 
-    let ask = serde_json::to_value(&page.items[1]).unwrap();
+    let ask = item(&page, 1);
     assert_eq!(ask["title"], "Ask HN: Rust & Go?");
     assert_eq!(
         ask["text"],
@@ -109,7 +104,7 @@ async fn search_maps_hits_and_pages() {
         "a null url is left out of extra"
     );
 
-    let bare = serde_json::to_value(&page.items[2]).unwrap();
+    let bare = item(&page, 2);
     assert_eq!(
         (
             bare["author"].clone(),
@@ -124,13 +119,9 @@ async fn search_maps_hits_and_pages() {
         "the endpoint takes no cursor, so none is offered"
     );
     let seen = up.seen();
-    assert!(seen[0].query.contains(&("hitsPerPage".into(), "3".into())));
+    assert!(has_query(&seen[0], "hitsPerPage", "3"));
     assert!(
-        seen[0]
-            .headers
-            .get("user-agent")
-            .unwrap()
-            .to_str()
+        header(&seen[0], "user-agent")
             .unwrap()
             .starts_with("socialsearch/")
     );
@@ -174,12 +165,11 @@ async fn firebase_answers_when_algolia_fails_and_maps_the_thread() {
     firebase_routes(&up);
     let sources = sources_with(&up, "");
 
-    let story = sources
-        .call(&EndpointId::TechforumStory.parse("id=8863").unwrap())
+    let story = call(&sources, EndpointId::TechforumStory, "id=8863")
         .await
         .expect("story from firebase");
     assert_items_valid(&story.items);
-    let s = serde_json::to_value(&story.items[0]).unwrap();
+    let s = item(&story, 0);
     assert_eq!(s["title"], "My YC app: Dropbox - Throw away your USB drive");
     assert_eq!(s["author"], "dhouston");
     assert_eq!(s["created_at"], "2007-04-04T19:16:40Z");
@@ -189,8 +179,7 @@ async fn firebase_answers_when_algolia_fails_and_maps_the_thread() {
         "http://www.getdropbox.com/u/2/screencast.html"
     );
 
-    let comments = sources
-        .call(&EndpointId::TechforumStoryComments.parse("id=8863").unwrap())
+    let comments = call(&sources, EndpointId::TechforumStoryComments, "id=8863")
         .await
         .expect("comments from firebase");
     assert_items_valid(&comments.items);
@@ -205,14 +194,14 @@ async fn firebase_answers_when_algolia_fails_and_maps_the_thread() {
         "depth-first, replies after their parent; the vanished kid 8884 is skipped"
     );
     assert_eq!(comments.total, Some(4));
-    let reply = serde_json::to_value(&comments.items[1]).unwrap();
+    let reply = item(&comments, 1);
     assert_eq!(
         reply["text"],
         "1. re: the first part, many people want something \"that just works\" & that's all.\nÜnïcode — “quotes” 日本語"
     );
     assert_eq!(reply["extra"]["parent_id"], "9224");
     assert_eq!(reply["extra"]["story_id"], "8863");
-    let deleted = serde_json::to_value(&comments.items[2]).unwrap();
+    let deleted = item(&comments, 2);
     assert_eq!(
         (deleted["author"].clone(), deleted["text"].clone()),
         (Value::Null, Value::Null)
@@ -221,31 +210,28 @@ async fn firebase_answers_when_algolia_fails_and_maps_the_thread() {
     assert_eq!(deleted["extra"]["author_deleted"], true);
     assert_eq!(comments.items[3].extra["dead"], true);
 
-    let limited = sources
-        .call(
-            &EndpointId::TechforumStoryComments
-                .parse("id=8863&limit=2")
-                .unwrap(),
-        )
-        .await
-        .expect("limited");
+    let limited = call(
+        &sources,
+        EndpointId::TechforumStoryComments,
+        "id=8863&limit=2",
+    )
+    .await
+    .expect("limited");
     assert_eq!(ids_and_depths(&limited.items).len(), 2);
     assert_eq!(limited.items[1].id, "9272");
 
-    let profile = sources
-        .call(&EndpointId::TechforumProfile.parse("handle=pg").unwrap())
+    let profile = call(&sources, EndpointId::TechforumProfile, "handle=pg")
         .await
         .expect("profile from firebase");
     assert_items_valid(&profile.items);
-    let p = serde_json::to_value(&profile.items[0]).unwrap();
+    let p = item(&profile, 0);
     assert_eq!(p["type"], "profile");
     assert_eq!(p["text"], "Bug fixer of <Arc>.\nMore at paulgraham.com");
     assert_eq!(p["created_at"], "2006-10-09T18:21:32Z");
     assert_eq!(p["metrics"], json!({ "score": 157236 }));
     assert_eq!(p["extra"]["submitted_count"], 3);
 
-    let untitled = sources
-        .call(&EndpointId::TechforumStory.parse("id=121003").unwrap())
+    let untitled = call(&sources, EndpointId::TechforumStory, "id=121003")
         .await
         .expect("an Ask-style story without url");
     assert_items_valid(&untitled.items);
@@ -273,8 +259,7 @@ async fn algolia_and_firebase_flatten_a_thread_alike() {
         "algolia answered alone"
     );
 
-    let profile = sources
-        .call(&EndpointId::TechforumProfile.parse("handle=pg").unwrap())
+    let profile = call(&sources, EndpointId::TechforumProfile, "handle=pg")
         .await
         .expect("algolia profile");
     assert_items_valid(&profile.items);
@@ -300,8 +285,7 @@ async fn timeout_falls_back_and_all_failing_is_all_sources_failed() {
     up.route(Route::get("/prefix/api/v1/items/8863").delay(Duration::from_secs(3)));
     firebase_routes(&up);
     let sources = sources_with(&up, "");
-    let page = sources
-        .call(&EndpointId::TechforumStory.parse("id=8863").unwrap())
+    let page = call(&sources, EndpointId::TechforumStory, "id=8863")
         .await
         .expect("firebase after the algolia timeout");
     assert_eq!(page.items[0].id, "8863");
@@ -309,8 +293,7 @@ async fn timeout_falls_back_and_all_failing_is_all_sources_failed() {
     up.reset();
     up.route(Route::get("/prefix/api/v1/items/5").status(503));
     up.route(Route::get("/fb/v0/item/5.json").body("{not json"));
-    let err = sources
-        .call(&EndpointId::TechforumStory.parse("id=5").unwrap())
+    let err = call(&sources, EndpointId::TechforumStory, "id=5")
         .await
         .expect_err("both fail");
     let CallError::AllSourcesFailed(why) = err else {

@@ -1,52 +1,24 @@
 //! video sources against recorded upstream answers: the keyed Data API, the channel feed, the
 //! fallback between them, cursors and the key's handling.
 
-#[path = "../../tests/support/fake_upstream.rs"]
-mod fake_upstream;
-#[path = "support/item_schema.rs"]
-mod item_schema;
+mod support;
 
 use adapters::api::EndpointId;
 use adapters::item::Page;
-use adapters::sources::{CallError, Sources, SourcesConfig};
-use fake_upstream::{FakeUpstream, Route};
-use item_schema::assert_items_valid;
+use adapters::sources::{CallError, Sources};
 use serde_json::{Value, json};
+use support::{FakeUpstream, Route, assert_items_valid, at, call, item, query_of, sources};
 
 const KEY: &str = "AIzaDummyKey-123";
 
 /// Sources pointed at the fake upstream; the Data API gets a key when `key` is set.
 fn sources_at(up: &FakeUpstream, key: Option<&str>) -> Sources {
-    let mut toml = format!(
-        "[source.\"video.data_api\"]\nbase_url = \"{}\"\ntimeout_ms = 500\n",
-        up.url("/yt/v3")
-    );
-    if let Some(k) = key {
-        toml.push_str(&format!("credential = \"{k}\"\n"));
-    }
-    toml.push_str(&format!(
-        "[source.\"video.rss\"]\nbase_url = \"{}\"\n",
-        up.url("/www")
-    ));
-    Sources::new(&toml::from_str::<SourcesConfig>(&toml).expect("config")).expect("sources")
-}
-
-async fn call(sources: &Sources, endpoint: EndpointId, query: &str) -> Result<Page, CallError> {
-    sources
-        .call(&endpoint.parse(query).expect("valid request"))
-        .await
-}
-
-fn v(page: &Page, i: usize) -> Value {
-    serde_json::to_value(&page.items[i]).unwrap()
-}
-
-fn query_of(up: &FakeUpstream, path: &str) -> Vec<(String, String)> {
-    up.seen()
-        .into_iter()
-        .find(|s| s.path == path)
-        .unwrap_or_else(|| panic!("{path} not asked"))
-        .query
+    sources(&[
+        at("video.data_api", up.url("/yt/v3"))
+            .timeout_ms(500)
+            .credential(key),
+        at("video.rss", up.url("/www")),
+    ])
 }
 
 #[tokio::test]
@@ -76,7 +48,7 @@ async fn search_fills_metrics_from_the_video_list() {
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 2, "the private video is left out");
     assert_eq!(page.total, Some(1_000_000));
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(a["id"], "dQw4w9WgXcQ", "search order kept");
     assert_eq!(a["type"], "video");
     assert_eq!(a["url"], "https://www.youtube.com/watch?v=dQw4w9WgXcQ");
@@ -97,7 +69,7 @@ async fn search_fills_metrics_from_the_video_list() {
         a["extra"]["thumbnail"],
         "https://i.ytimg.com/vi/dQw4w9WgXcQ/maxresdefault.jpg"
     );
-    let b = v(&page, 1);
+    let b = item(&page, 1);
     assert_eq!(b["title"], "Rust & WebAssembly: what's new in 2026?");
     assert_eq!(b["text"], Value::Null, "empty description");
     assert_eq!(b["created_at"], "2026-03-10T19:00:07Z", "offset normalised");
@@ -139,7 +111,7 @@ async fn comments_follow_the_cursor() {
     .expect("first page");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 2);
-    let c = v(&page, 0);
+    let c = item(&page, 0);
     assert_eq!(c["type"], "comment");
     assert_eq!(c["id"], "UgzAbC123");
     assert_eq!(c["text"], "I can't believe it's 2026 & I'm still here");
@@ -152,7 +124,7 @@ async fn comments_follow_the_cursor() {
     assert_eq!(c["metrics"], json!({"likes": 1204, "comments": 17}));
     assert_eq!(c["extra"]["video_id"], "dQw4w9WgXcQ");
     assert!(c["extra"].get("updated_at").is_none(), "never edited");
-    let d = v(&page, 1);
+    let d = item(&page, 1);
     assert_eq!(d["text"], "nice 🎵", "HTML display text as plain text");
     assert_eq!(d["author"], Value::Null, "no channel id");
     assert_eq!(d["created_at"], "2026-02-01T09:00:00Z");
@@ -167,7 +139,7 @@ async fn comments_follow_the_cursor() {
     .await
     .expect("second page");
     assert_items_valid(&next.items);
-    assert_eq!(v(&next, 0)["id"], "UgxLast789");
+    assert_eq!(item(&next, 0)["id"], "UgxLast789");
     assert_eq!(next.next_cursor, None, "last page");
 }
 
@@ -205,7 +177,7 @@ async fn channel_by_handle_hides_a_hidden_subscriber_count() {
     .await
     .expect("page");
     assert_items_valid(&page.items);
-    let c = v(&page, 0);
+    let c = item(&page, 0);
     assert_eq!(c["type"], "channel");
     assert_eq!(c["id"], "UCuAXFkgsw1L7xaCfnd5JJOw");
     assert_eq!(c["title"], "Rick Astley");
@@ -273,13 +245,13 @@ async fn channel_uploads_read_the_uploads_playlist() {
     .expect("page");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 1);
-    assert_eq!(v(&page, 0)["id"], "dQw4w9WgXcQ");
+    assert_eq!(item(&page, 0)["id"], "dQw4w9WgXcQ");
 }
 
 async fn check_feed(page: &Page) {
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 2);
-    let a = v(page, 0);
+    let a = item(page, 0);
     assert_eq!(a["id"], "AbCdEfGhIj0");
     assert_eq!(a["type"], "video");
     assert_eq!(a["title"], "Rick Astley & Friends – Live (Tour 2026) 🎤");
@@ -299,7 +271,7 @@ async fn check_feed(page: &Page) {
         a["extra"]["thumbnail"],
         "https://i4.ytimg.com/vi/AbCdEfGhIj0/hqdefault.jpg"
     );
-    let b = v(page, 1);
+    let b = item(page, 1);
     assert_eq!(b["text"], Value::Null);
     assert_eq!(
         b["metrics"],

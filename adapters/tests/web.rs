@@ -1,43 +1,27 @@
 //! web sources against recorded upstream answers: the operator's SearXNG, the keyed Brave API, the
 //! gating of an unconfigured SearXNG and the fallback.
 
-#[path = "../../tests/support/fake_upstream.rs"]
-mod fake_upstream;
-#[path = "support/item_schema.rs"]
-mod item_schema;
+mod support;
 
 use adapters::api::EndpointId;
 use adapters::item::Page;
-use adapters::sources::{CallError, Sources, SourcesConfig};
-use fake_upstream::{FakeUpstream, Route};
-use item_schema::assert_items_valid;
+use adapters::sources::{CallError, Sources};
 use serde_json::{Value, json};
+use support::{FakeUpstream, Route, assert_items_valid, at, call, header, item, sources};
 
 const TOKEN: &str = "BSAdummy-token";
 
 /// SearXNG at `/sx` when `searxng` is set (else left unconfigured), Brave at `/brave` with a token.
 fn sources_at(up: &FakeUpstream, searxng: bool) -> Sources {
-    let mut toml = format!(
-        "[source.\"web.brave\"]\nbase_url = \"{}\"\ncredential = \"{TOKEN}\"\n",
-        up.url("/brave")
-    );
+    let mut tables = vec![at("web.brave", up.url("/brave")).credential(Some(TOKEN))];
     if searxng {
-        toml.push_str(&format!(
-            "[source.\"web.searxng\"]\nbase_url = \"{}\"\ntimeout_ms = 300\n",
-            up.url("/sx")
-        ));
+        tables.push(at("web.searxng", up.url("/sx")).timeout_ms(300));
     }
-    Sources::new(&toml::from_str::<SourcesConfig>(&toml).expect("config")).expect("sources")
+    sources(&tables)
 }
 
 async fn search(sources: &Sources, query: &str) -> Result<Page, CallError> {
-    sources
-        .call(&EndpointId::WebSearch.parse(query).expect("valid request"))
-        .await
-}
-
-fn v(page: &Page, i: usize) -> Value {
-    serde_json::to_value(&page.items[i]).unwrap()
+    call(sources, EndpointId::WebSearch, query).await
 }
 
 #[tokio::test]
@@ -56,7 +40,7 @@ async fn searxng_results_are_mapped_and_cut_to_the_limit() {
         .expect("page");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 2);
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(a["type"], "page");
     assert_eq!(a["id"], "https://www.rust-lang.org/learn/async");
     assert_eq!(a["url"], a["id"]);
@@ -74,7 +58,7 @@ async fn searxng_results_are_mapped_and_cut_to_the_limit() {
         json!(["duckduckgo", "brave", "startpage"])
     );
     assert_eq!(a["extra"]["score"], 6.5);
-    let b = v(&page, 1);
+    let b = item(&page, 1);
     assert_eq!(b["text"], Value::Null);
     assert_eq!(
         b["created_at"], "2026-03-10T08:30:00Z",
@@ -101,7 +85,7 @@ async fn news_topic_gives_articles() {
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 3, "the result without a URL is skipped");
     assert!(page.items.iter().all(|i| i.kind == "article"));
-    assert_eq!(v(&page, 2)["created_at"], "2026-03-09T08:00:00Z");
+    assert_eq!(item(&page, 2)["created_at"], "2026-03-09T08:00:00Z");
 }
 
 #[tokio::test]
@@ -122,7 +106,7 @@ async fn unconfigured_searxng_is_skipped_and_brave_answers() {
         .expect("page");
     assert_items_valid(&page.items);
     assert_eq!(page.items.len(), 2);
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(a["title"], "Async Rust & you");
     assert_eq!(a["text"], "Learn how async/await works – futures.");
     assert_eq!(a["author"], "rust-lang.org");
@@ -130,7 +114,7 @@ async fn unconfigured_searxng_is_skipped_and_brave_answers() {
     assert_eq!(a["created_at"], "2026-02-03T11:22:33Z");
     assert_eq!(a["extra"]["age"], "February 3, 2026");
     assert_eq!(a["extra"]["source"], "Rust Programming Language");
-    let b = v(&page, 1);
+    let b = item(&page, 1);
     assert_eq!(
         (
             b["text"].clone(),
@@ -140,12 +124,7 @@ async fn unconfigured_searxng_is_skipped_and_brave_answers() {
         (Value::Null, Value::Null, Value::Null)
     );
     let seen = &up.seen()[0];
-    assert_eq!(
-        seen.headers
-            .get("x-subscription-token")
-            .and_then(|h| h.to_str().ok()),
-        Some(TOKEN)
-    );
+    assert_eq!(header(seen, "x-subscription-token").as_deref(), Some(TOKEN));
     assert!(
         seen.query.iter().all(|(_, v)| v != TOKEN),
         "the token goes in a header only"
@@ -167,7 +146,7 @@ async fn searxng_refusing_json_falls_back_to_brave_news() {
         .await
         .expect("page");
     assert_items_valid(&page.items);
-    let a = v(&page, 0);
+    let a = item(&page, 0);
     assert_eq!(a["type"], "article");
     assert_eq!(a["title"], "Rust 1.85 ships \"2024 edition\"");
     assert_eq!(a["text"], "The Rust team released…");

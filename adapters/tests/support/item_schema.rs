@@ -1,12 +1,7 @@
 //! Checks items against `schemas.Item` of `spec/catalogue.yaml` (the contract's item shape): all
 //! eleven keys present, null never missing, metrics only from the listed names and numbers,
-//! `created_at` as `YYYY-MM-DDTHH:MM:SSZ` or null. Shared by every platform's tests:
-//!
-//! ```ignore
-//! #[path = "support/item_schema.rs"]
-//! mod item_schema;
-//! item_schema::assert_items_valid(&page.items);
-//! ```
+//! `created_at` as `YYYY-MM-DDTHH:MM:SSZ` or null. Shared by every platform's tests through
+//! `support` (`support::assert_items_valid(&page.items)`).
 
 #![allow(dead_code)]
 
