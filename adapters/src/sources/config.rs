@@ -140,12 +140,12 @@ fn env(id: &str, field: &str) -> Option<String> {
 
 impl SourcesConfig {
     pub fn settings_for(&self, source: &dyn Source) -> SourceSettings {
-        let id = source.id();
+        let id = source.meta().id;
         let o = self.source.get(id).cloned().unwrap_or_default();
         SourceSettings {
             base_url: env(id, "BASE_URL")
                 .or(o.base_url)
-                .unwrap_or_else(|| source.default_base_url().to_string()),
+                .unwrap_or_else(|| source.meta().default_base_url.to_string()),
             credential: env(id, "CREDENTIAL").or(o.credential),
             enabled: env(id, "ENABLED")
                 .map(|v| v == "true" || v == "1")

@@ -42,6 +42,14 @@ pub enum SourceError {
 }
 
 impl SourceError {
+    /// The answer of `Source::fetch` to a request for an endpoint the source does not serve.
+    pub fn unsupported(request: &Request) -> Self {
+        SourceError::Rejected(format!(
+            "endpoint {} not served by this source",
+            request.endpoint().meta().path
+        ))
+    }
+
     /// Whether the next source in the chain should be tried.
     pub fn falls_back(&self) -> bool {
         matches!(
@@ -84,26 +92,35 @@ pub enum CallError {
     Refused { parameter: String, message: String },
 }
 
+/// What a source is, as plain data: each source file declares one `const META: SourceMeta`.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceMeta {
+    /// Stable id, `<platform>.<name>`.
+    pub id: &'static str,
+    pub platform: &'static str,
+    /// Empty for a self-hosted upstream: the source is usable only once the operator configures a
+    /// base URL.
+    pub default_base_url: &'static str,
+    /// The endpoints this source can serve.
+    pub endpoints: &'static [EndpointId],
+    /// Whether the source is usable only with a credential (see also
+    /// `Source::needs_credential_for`).
+    pub needs_credential: bool,
+}
+
 /// One upstream source: a file under `platforms/<platform>/`.
 pub trait Source: Send + Sync + 'static {
-    /// Stable id, `<platform>.<name>`.
-    fn id(&self) -> &'static str;
-    fn platform(&self) -> &'static str;
-    fn default_base_url(&self) -> &'static str;
-    /// The endpoints this source can serve.
-    fn endpoints(&self) -> &'static [EndpointId];
-    fn needs_credential(&self) -> bool {
-        false
-    }
+    /// Id, platform, default base URL, endpoints and credential need.
+    fn meta(&self) -> &'static SourceMeta;
     /// Whether this source takes this particular request (for example an archive that serves only
     /// date-ordered listings); a source that declines is skipped, not counted as failed.
     fn serves(&self, _request: &Request) -> bool {
         true
     }
     /// Whether serving `endpoint` needs the credential; a source without one is left out of that
-    /// endpoint's chain. Defaults to `needs_credential()`.
+    /// endpoint's chain. Defaults to `meta().needs_credential`.
     fn needs_credential_for(&self, _endpoint: EndpointId) -> bool {
-        self.needs_credential()
+        self.meta().needs_credential
     }
     /// The rate limit the upstream publishes, `(requests per second, burst)`; enforced locally
     /// (exhausted = skipped like a 429). The configuration can change or disable it.
@@ -117,7 +134,8 @@ pub trait Source: Send + Sync + 'static {
     fn user_host<'r>(&self, _request: &'r Request) -> Option<(&'static str, &'r str)> {
         None
     }
-    /// Serves one request; only called for endpoints in `endpoints()`.
+    /// Serves one request; only called for endpoints in `meta().endpoints` (any other request is
+    /// answered with [`SourceError::unsupported`]).
     fn fetch<'a>(
         &'a self,
         ctx: &'a Ctx<'a>,
@@ -142,12 +160,12 @@ impl Entry {
     fn usable(&self) -> bool {
         self.settings.enabled
             && !self.settings.base_url.trim().is_empty()
-            && (!self.source.needs_credential() || self.settings.credential.is_some())
+            && (!self.source.meta().needs_credential || self.settings.credential.is_some())
     }
 
     fn serves(&self, endpoint: EndpointId) -> bool {
         self.usable()
-            && self.source.endpoints().contains(&endpoint)
+            && self.source.meta().endpoints.contains(&endpoint)
             && (!self.source.needs_credential_for(endpoint) || self.settings.credential.is_some())
     }
 }
@@ -207,9 +225,9 @@ impl Sources {
                 health,
             });
         }
-        config.check_known(entries.iter().map(|e| e.source.id()))?;
+        config.check_known(entries.iter().map(|e| e.source.meta().id))?;
         // Chain order: the configured order of each platform first, then the built-in order.
-        entries.sort_by_key(|e| config.position(e.source.platform(), e.source.id()));
+        entries.sort_by_key(|e| config.position(e.source.meta().platform, e.source.meta().id));
         Ok(Sources {
             http,
             guarded_http,
@@ -223,16 +241,17 @@ impl Sources {
         self.entries
             .iter()
             .map(|e| SourceInfo {
-                id: e.source.id(),
-                platform: e.source.platform(),
+                id: e.source.meta().id,
+                platform: e.source.meta().platform,
                 base_url: e.settings.base_url.clone(),
                 endpoints: e
                     .source
-                    .endpoints()
+                    .meta()
+                    .endpoints
                     .iter()
                     .map(|id| id.meta().path)
                     .collect(),
-                needs_credential: e.source.needs_credential(),
+                needs_credential: e.source.meta().needs_credential,
                 has_credential: e.settings.credential.is_some(),
                 enabled: e.usable(),
             })
@@ -266,11 +285,11 @@ impl Sources {
     pub fn source_states(&self, platform: &str) -> Vec<SourceState> {
         self.entries
             .iter()
-            .filter(|e| e.source.platform() == platform && e.usable())
+            .filter(|e| e.source.meta().platform == platform && e.usable())
             .map(|e| {
                 let (state, consecutive_failures) = e.health.snapshot("");
                 SourceState {
-                    id: e.source.id(),
+                    id: e.source.meta().id,
                     state,
                     consecutive_failures,
                 }
@@ -300,7 +319,7 @@ impl Sources {
         // A follow-up page goes to the source that made the cursor, and only to it: another
         // source cannot read its cursor.
         if let Some((source_id, _)) = &resume {
-            chain.retain(|e| e.source.id() == source_id);
+            chain.retain(|e| e.source.meta().id == source_id);
             if chain.is_empty() {
                 return Err(CallError::BadCursor);
             }
@@ -317,7 +336,7 @@ impl Sources {
         let mut failures = Vec::new();
         let mut all_not_configured = true;
         for entry in chain {
-            let id = entry.source.id();
+            let id = entry.source.meta().id;
             // A host the client named: vetted before anything is sent, then reached only through
             // the guarded client. The credential belongs to the configured host and goes nowhere else.
             let (http, base_url, credential, key) = match entry.source.user_host(request) {

@@ -14,33 +14,32 @@ use crate::api::code::{RepoIssuesState, SearchType};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::request::{Choice, RepoRef};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, RawResponse, encoding, json, status_error};
 
 pub struct GitHub;
 
+const META: SourceMeta = SourceMeta {
+    id: "code.github",
+    platform: PLATFORM,
+    default_base_url: "https://api.github.com",
+    endpoints: &[
+        EndpointId::CodeSearch,
+        EndpointId::CodeProfile,
+        EndpointId::CodeProfileRepos,
+        EndpointId::CodeRepo,
+        EndpointId::CodeRepoReadme,
+        EndpointId::CodeRepoReleases,
+        EndpointId::CodeRepoIssues,
+        EndpointId::CodeIssue,
+        EndpointId::CodeIssueComments,
+    ],
+    needs_credential: false,
+};
+
 impl Source for GitHub {
-    fn id(&self) -> &'static str {
-        "code.github"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://api.github.com"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[
-            EndpointId::CodeSearch,
-            EndpointId::CodeProfile,
-            EndpointId::CodeProfileRepos,
-            EndpointId::CodeRepo,
-            EndpointId::CodeRepoReadme,
-            EndpointId::CodeRepoReleases,
-            EndpointId::CodeRepoIssues,
-            EndpointId::CodeIssue,
-            EndpointId::CodeIssueComments,
-        ]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -98,9 +97,7 @@ impl Source for GitHub {
                     let parent = format!("{}#{}", r.id.repo, r.id.number);
                     list(&body, r.limit, |v| comment_item(v, &parent))
                 }
-                _ => Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                )),
+                _ => Err(SourceError::unsupported(request)),
             }
         })
     }

@@ -9,29 +9,28 @@ use serde_json::Value;
 use super::{PLATFORM, post_at_uri, post_url, profile_url};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, dates, json, parse_json, status_error};
 
 pub struct AppView;
 
+const META: SourceMeta = SourceMeta {
+    id: "decentral.appview",
+    platform: PLATFORM,
+    default_base_url: "https://public.api.bsky.app",
+    endpoints: &[
+        EndpointId::DecentralSearch,
+        EndpointId::DecentralProfile,
+        EndpointId::DecentralProfilePosts,
+        EndpointId::DecentralProfileSearch,
+        EndpointId::DecentralPost,
+    ],
+    needs_credential: false,
+};
+
 impl Source for AppView {
-    fn id(&self) -> &'static str {
-        "decentral.appview"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://public.api.bsky.app"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[
-            EndpointId::DecentralSearch,
-            EndpointId::DecentralProfile,
-            EndpointId::DecentralProfilePosts,
-            EndpointId::DecentralProfileSearch,
-            EndpointId::DecentralPost,
-        ]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -137,9 +136,7 @@ impl Source for AppView {
                     item.extra("thread_replies_returned", count_replies(thread));
                     Ok(single(item))
                 }
-                _ => Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                )),
+                _ => Err(SourceError::unsupported(request)),
             }
         })
     }

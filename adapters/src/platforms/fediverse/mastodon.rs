@@ -9,24 +9,23 @@ use serde_json::Value;
 use super::PLATFORM;
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, dates, html, json, path_segment};
 
 pub struct Mastodon;
 
+const META: SourceMeta = SourceMeta {
+    id: "fediverse.mastodon",
+    platform: PLATFORM,
+    // The default instance; an `instance` parameter replaces it.
+    default_base_url: "https://mastodon.social",
+    endpoints: &[EndpointId::FediverseTag, EndpointId::FediverseSearch],
+    needs_credential: false,
+};
+
 impl Source for Mastodon {
-    fn id(&self) -> &'static str {
-        "fediverse.mastodon"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    /// The default instance; an `instance` parameter replaces it.
-    fn default_base_url(&self) -> &'static str {
-        "https://mastodon.social"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[EndpointId::FediverseTag, EndpointId::FediverseSearch]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn needs_credential_for(&self, endpoint: EndpointId) -> bool {
         endpoint == EndpointId::FediverseSearch
@@ -80,9 +79,7 @@ impl Source for Mastodon {
                         .ok_or_else(|| SourceError::Malformed("no `statuses` array".into()))?;
                     Ok(page(statuses, &host))
                 }
-                _ => Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                )),
+                _ => Err(SourceError::unsupported(request)),
             }
         })
     }

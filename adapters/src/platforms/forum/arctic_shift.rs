@@ -14,29 +14,28 @@ use crate::api::forum::{CommunityPostsSort, CommunitySearchSort};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::request::DateBound;
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, json, status_error};
 
 pub struct ArcticShift;
 
+const META: SourceMeta = SourceMeta {
+    id: "forum.arctic_shift",
+    platform: PLATFORM,
+    default_base_url: "https://arctic-shift.photon-reddit.com",
+    endpoints: &[
+        EndpointId::ForumCommunitySearch,
+        EndpointId::ForumCommunityPosts,
+        EndpointId::ForumProfilePosts,
+        EndpointId::ForumProfileComments,
+        EndpointId::ForumCommentsSearch,
+    ],
+    needs_credential: false,
+};
+
 impl Source for ArcticShift {
-    fn id(&self) -> &'static str {
-        "forum.arctic_shift"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://arctic-shift.photon-reddit.com"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[
-            EndpointId::ForumCommunitySearch,
-            EndpointId::ForumCommunityPosts,
-            EndpointId::ForumProfilePosts,
-            EndpointId::ForumProfileComments,
-            EndpointId::ForumCommentsSearch,
-        ]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn serves(&self, request: &Request) -> bool {
         match request {
@@ -94,9 +93,7 @@ impl Source for ArcticShift {
                     (Kind::Comments, params, r.limit, Some(r.after), r.before)
                 }
                 _ => {
-                    return Err(SourceError::Rejected(
-                        "endpoint not served by this source".into(),
-                    ));
+                    return Err(SourceError::unsupported(request));
                 }
             };
             search(

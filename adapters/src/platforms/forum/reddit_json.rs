@@ -16,34 +16,33 @@ use crate::api::forum::{CommunityPostsSort, CommunitySearchSort, PostCommentsSor
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::request::{Choice, DateBound};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, json, status_error};
 
 pub struct RedditJson;
 
+const META: SourceMeta = SourceMeta {
+    id: "forum.reddit_json",
+    platform: PLATFORM,
+    default_base_url: "https://www.reddit.com",
+    endpoints: &[
+        EndpointId::ForumSearch,
+        EndpointId::ForumCommunitySearch,
+        EndpointId::ForumCommunityPosts,
+        EndpointId::ForumCommunity,
+        EndpointId::ForumCommunities,
+        EndpointId::ForumProfile,
+        EndpointId::ForumProfilePosts,
+        EndpointId::ForumProfileComments,
+        EndpointId::ForumPost,
+        EndpointId::ForumPostComments,
+    ],
+    needs_credential: false,
+};
+
 impl Source for RedditJson {
-    fn id(&self) -> &'static str {
-        "forum.reddit_json"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://www.reddit.com"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[
-            EndpointId::ForumSearch,
-            EndpointId::ForumCommunitySearch,
-            EndpointId::ForumCommunityPosts,
-            EndpointId::ForumCommunity,
-            EndpointId::ForumCommunities,
-            EndpointId::ForumProfile,
-            EndpointId::ForumProfilePosts,
-            EndpointId::ForumProfileComments,
-            EndpointId::ForumPost,
-            EndpointId::ForumPostComments,
-        ]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -196,9 +195,7 @@ impl Source for RedditJson {
                         next_cursor: None,
                     })
                 }
-                _ => Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                )),
+                _ => Err(SourceError::unsupported(request)),
             }
         })
     }

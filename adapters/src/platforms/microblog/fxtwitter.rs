@@ -8,23 +8,22 @@ use serde_json::Value;
 use super::{PLATFORM, PostParts, ProfileParts, lookup_each, post_item, profile_item};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, dates, json, status_error};
 
 pub struct FxTwitter;
 
+const META: SourceMeta = SourceMeta {
+    id: "microblog.fxtwitter",
+    platform: PLATFORM,
+    default_base_url: "https://api.fxtwitter.com",
+    endpoints: &[EndpointId::MicroblogPost, EndpointId::MicroblogProfile],
+    needs_credential: false,
+};
+
 impl Source for FxTwitter {
-    fn id(&self) -> &'static str {
-        "microblog.fxtwitter"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://api.fxtwitter.com"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[EndpointId::MicroblogPost, EndpointId::MicroblogProfile]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -58,9 +57,7 @@ impl Source for FxTwitter {
                         next_cursor: None,
                     })
                 }
-                _ => Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                )),
+                _ => Err(SourceError::unsupported(request)),
             }
         })
     }

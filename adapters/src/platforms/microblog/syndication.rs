@@ -8,23 +8,22 @@ use serde_json::Value;
 use super::{PLATFORM, PostParts, lookup_each, post_item, unavailable_item};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, dates, json};
 
 pub struct Syndication;
 
+const META: SourceMeta = SourceMeta {
+    id: "microblog.syndication",
+    platform: PLATFORM,
+    default_base_url: "https://cdn.syndication.twimg.com",
+    endpoints: &[EndpointId::MicroblogPost],
+    needs_credential: false,
+};
+
 impl Source for Syndication {
-    fn id(&self) -> &'static str {
-        "microblog.syndication"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://cdn.syndication.twimg.com"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[EndpointId::MicroblogPost]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -33,9 +32,7 @@ impl Source for Syndication {
     ) -> BoxFuture<'a, Result<Page, SourceError>> {
         Box::pin(async move {
             let Request::MicroblogPost(r) = request else {
-                return Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                ));
+                return Err(SourceError::unsupported(request));
             };
             lookup_each(&r.id, |id| async move {
                 let req = ctx.get("tweet-result").query(&[

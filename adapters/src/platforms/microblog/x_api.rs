@@ -18,7 +18,7 @@ use super::{PLATFORM, PostParts, ProfileParts, post_item, profile_item};
 use crate::api::microblog::SearchSort;
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, dates, json, status_error};
 
 pub struct XApi;
@@ -30,27 +30,23 @@ const USER_FIELDS: &str = "username,name,public_metrics";
 const PROFILE_FIELDS: &str =
     "created_at,description,public_metrics,verified,protected,location,url";
 
+const META: SourceMeta = SourceMeta {
+    id: "microblog.x_api",
+    platform: PLATFORM,
+    default_base_url: "https://api.x.com/2",
+    endpoints: &[
+        EndpointId::MicroblogSearch,
+        EndpointId::MicroblogProfile,
+        EndpointId::MicroblogProfilePosts,
+        EndpointId::MicroblogPost,
+        EndpointId::MicroblogPostComments,
+    ],
+    needs_credential: true,
+};
+
 impl Source for XApi {
-    fn id(&self) -> &'static str {
-        "microblog.x_api"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://api.x.com/2"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[
-            EndpointId::MicroblogSearch,
-            EndpointId::MicroblogProfile,
-            EndpointId::MicroblogProfilePosts,
-            EndpointId::MicroblogPost,
-            EndpointId::MicroblogPostComments,
-        ]
-    }
-    fn needs_credential(&self) -> bool {
-        true
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -87,9 +83,7 @@ impl Source for XApi {
                     }
                     Ok(page)
                 }
-                _ => Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                )),
+                _ => Err(SourceError::unsupported(request)),
             }
         })
     }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{PLATFORM, language_prefix};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, dates, html, json};
 
 pub struct Gdelt;
@@ -34,18 +34,17 @@ const LANGUAGES: &[(&str, &str)] = &[
     ("zh", "chinese"),
 ];
 
+const META: SourceMeta = SourceMeta {
+    id: "news.gdelt",
+    platform: PLATFORM,
+    default_base_url: "https://api.gdeltproject.org",
+    endpoints: &[EndpointId::NewsSearch],
+    needs_credential: false,
+};
+
 impl Source for Gdelt {
-    fn id(&self) -> &'static str {
-        "news.gdelt"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://api.gdeltproject.org"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[EndpointId::NewsSearch]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -54,9 +53,7 @@ impl Source for Gdelt {
     ) -> BoxFuture<'a, Result<Page, SourceError>> {
         Box::pin(async move {
             let Request::NewsSearch(r) = request else {
-                return Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                ));
+                return Err(SourceError::unsupported(request));
             };
             let lang = language_prefix(&r.lang);
             let query = match LANGUAGES.iter().find(|(code, _)| *code == lang) {

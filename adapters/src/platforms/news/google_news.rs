@@ -5,24 +5,23 @@
 use super::{PLATFORM, language_prefix, strip_publisher};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::feed::{self, FeedEntry};
 use crate::upstream::{Ctx, encoding, html};
 
 pub struct GoogleNews;
 
+const META: SourceMeta = SourceMeta {
+    id: "news.google_news",
+    platform: PLATFORM,
+    default_base_url: "https://news.google.com",
+    endpoints: &[EndpointId::NewsSearch],
+    needs_credential: false,
+};
+
 impl Source for GoogleNews {
-    fn id(&self) -> &'static str {
-        "news.google_news"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://news.google.com"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[EndpointId::NewsSearch]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -31,9 +30,7 @@ impl Source for GoogleNews {
     ) -> BoxFuture<'a, Result<Page, SourceError>> {
         Box::pin(async move {
             let Request::NewsSearch(r) = request else {
-                return Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                ));
+                return Err(SourceError::unsupported(request));
             };
             let country = r.country.to_ascii_uppercase();
             let ceid = format!("{country}:{}", language_prefix(&r.lang));

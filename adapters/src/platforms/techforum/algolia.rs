@@ -7,32 +7,31 @@ use super::{PLATFORM, item_url, user_url};
 use crate::api::techforum::{SearchSort, SearchType};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, dates, html, json};
 
 pub struct Algolia;
 
+const META: SourceMeta = SourceMeta {
+    id: "techforum.algolia",
+    platform: PLATFORM,
+    default_base_url: "https://hn.algolia.com/api/v1",
+    endpoints: &[
+        EndpointId::TechforumSearch,
+        EndpointId::TechforumStory,
+        EndpointId::TechforumStoryComments,
+        EndpointId::TechforumProfile,
+    ],
+    needs_credential: false,
+};
+
 impl Source for Algolia {
-    fn id(&self) -> &'static str {
-        "techforum.algolia"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://hn.algolia.com/api/v1"
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     /// The published courtesy limit is 10,000 requests an hour per IP.
     fn rate_limit(&self) -> Option<(f64, u32)> {
         Some((10_000.0 / 3600.0, 100))
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[
-            EndpointId::TechforumSearch,
-            EndpointId::TechforumStory,
-            EndpointId::TechforumStoryComments,
-            EndpointId::TechforumProfile,
-        ]
     }
     fn fetch<'a>(
         &'a self,
@@ -102,9 +101,7 @@ impl Source for Algolia {
                         next_cursor: None,
                     })
                 }
-                _ => Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                )),
+                _ => Err(SourceError::unsupported(request)),
             }
         })
     }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{PLATFORM, item_url, user_url};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, bounded, dates, html, json};
 
 /// Comment requests in flight at once while walking a thread.
@@ -15,22 +15,21 @@ const FAN_OUT: usize = 8;
 
 pub struct Firebase;
 
+const META: SourceMeta = SourceMeta {
+    id: "techforum.firebase",
+    platform: PLATFORM,
+    default_base_url: "https://hacker-news.firebaseio.com/v0",
+    endpoints: &[
+        EndpointId::TechforumStory,
+        EndpointId::TechforumStoryComments,
+        EndpointId::TechforumProfile,
+    ],
+    needs_credential: false,
+};
+
 impl Source for Firebase {
-    fn id(&self) -> &'static str {
-        "techforum.firebase"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://hacker-news.firebaseio.com/v0"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[
-            EndpointId::TechforumStory,
-            EndpointId::TechforumStoryComments,
-            EndpointId::TechforumProfile,
-        ]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -82,9 +81,7 @@ impl Source for Firebase {
                         next_cursor: None,
                     })
                 }
-                _ => Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                )),
+                _ => Err(SourceError::unsupported(request)),
             }
         })
     }

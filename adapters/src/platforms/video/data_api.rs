@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::{PLATFORM, channel_url, set_channel, video_item, watch_url};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, dates, html, json, redact, status_error};
 
 pub struct DataApi;
@@ -21,27 +21,23 @@ pub struct DataApi;
 /// The largest page the upstream gives for search, playlists and `videos.list` ids.
 const PAGE_MAX: u32 = 50;
 
+const META: SourceMeta = SourceMeta {
+    id: "video.data_api",
+    platform: PLATFORM,
+    default_base_url: "https://www.googleapis.com/youtube/v3",
+    endpoints: &[
+        EndpointId::VideoSearch,
+        EndpointId::VideoVideo,
+        EndpointId::VideoChannel,
+        EndpointId::VideoChannelVideos,
+        EndpointId::VideoVideoComments,
+    ],
+    needs_credential: true,
+};
+
 impl Source for DataApi {
-    fn id(&self) -> &'static str {
-        "video.data_api"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://www.googleapis.com/youtube/v3"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[
-            EndpointId::VideoSearch,
-            EndpointId::VideoVideo,
-            EndpointId::VideoChannel,
-            EndpointId::VideoChannelVideos,
-            EndpointId::VideoVideoComments,
-        ]
-    }
-    fn needs_credential(&self) -> bool {
-        true
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -58,9 +54,7 @@ impl Source for DataApi {
                 Request::VideoChannel(r) => channel(ctx, &r.id).await,
                 Request::VideoChannelVideos(r) => uploads(ctx, &r.id).await,
                 Request::VideoVideoComments(r) => comments(ctx, &r.id).await,
-                _ => Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                )),
+                _ => Err(SourceError::unsupported(request)),
             };
             result.map_err(|e| redact(e, ctx.credential))
         })

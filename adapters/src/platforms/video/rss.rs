@@ -7,24 +7,23 @@
 use super::{PLATFORM, set_channel, video_item};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::Ctx;
 use crate::upstream::feed::{self, FeedEntry};
 
 pub struct Rss;
 
+const META: SourceMeta = SourceMeta {
+    id: "video.rss",
+    platform: PLATFORM,
+    default_base_url: "https://www.youtube.com",
+    endpoints: &[EndpointId::VideoChannelVideos],
+    needs_credential: false,
+};
+
 impl Source for Rss {
-    fn id(&self) -> &'static str {
-        "video.rss"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://www.youtube.com"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[EndpointId::VideoChannelVideos]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -33,9 +32,7 @@ impl Source for Rss {
     ) -> BoxFuture<'a, Result<Page, SourceError>> {
         Box::pin(async move {
             let Request::VideoChannelVideos(r) = request else {
-                return Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                ));
+                return Err(SourceError::unsupported(request));
             };
             let req = ctx
                 .get("feeds/videos.xml")

@@ -9,26 +9,22 @@ use super::{Hit, PLATFORM, hit_item};
 use crate::api::web::SearchTopic;
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, json};
 
 pub struct Brave;
 
+const META: SourceMeta = SourceMeta {
+    id: "web.brave",
+    platform: PLATFORM,
+    default_base_url: "https://api.search.brave.com/res/v1",
+    endpoints: &[EndpointId::WebSearch],
+    needs_credential: true,
+};
+
 impl Source for Brave {
-    fn id(&self) -> &'static str {
-        "web.brave"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    fn default_base_url(&self) -> &'static str {
-        "https://api.search.brave.com/res/v1"
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[EndpointId::WebSearch]
-    }
-    fn needs_credential(&self) -> bool {
-        true
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -37,9 +33,7 @@ impl Source for Brave {
     ) -> BoxFuture<'a, Result<Page, SourceError>> {
         Box::pin(async move {
             let Request::WebSearch(r) = request else {
-                return Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                ));
+                return Err(SourceError::unsupported(request));
             };
             let path = match r.topic {
                 SearchTopic::General => "web/search",

@@ -9,24 +9,23 @@ use super::{Hit, PLATFORM, hit_item};
 use crate::api::web::SearchTopic;
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
 use crate::upstream::{Ctx, json};
 
 pub struct Searxng;
 
+const META: SourceMeta = SourceMeta {
+    id: "web.searxng",
+    platform: PLATFORM,
+    // Empty: usable only once the operator points it at an instance.
+    default_base_url: "",
+    endpoints: &[EndpointId::WebSearch],
+    needs_credential: false,
+};
+
 impl Source for Searxng {
-    fn id(&self) -> &'static str {
-        "web.searxng"
-    }
-    fn platform(&self) -> &'static str {
-        PLATFORM
-    }
-    /// Empty: usable only once the operator points it at an instance.
-    fn default_base_url(&self) -> &'static str {
-        ""
-    }
-    fn endpoints(&self) -> &'static [EndpointId] {
-        &[EndpointId::WebSearch]
+    fn meta(&self) -> &'static SourceMeta {
+        &META
     }
     fn fetch<'a>(
         &'a self,
@@ -35,9 +34,7 @@ impl Source for Searxng {
     ) -> BoxFuture<'a, Result<Page, SourceError>> {
         Box::pin(async move {
             let Request::WebSearch(r) = request else {
-                return Err(SourceError::Rejected(
-                    "endpoint not served by this source".into(),
-                ));
+                return Err(SourceError::unsupported(request));
             };
             let category = match r.topic {
                 SearchTopic::General => "general",
