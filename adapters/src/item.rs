@@ -90,6 +90,17 @@ pub struct Page {
     pub next_cursor: Option<String>,
 }
 
+impl Page {
+    /// The answer to a lookup: exactly one item, no next page.
+    pub fn single(item: Item) -> Page {
+        Page {
+            items: vec![item],
+            total: Some(1),
+            next_cursor: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

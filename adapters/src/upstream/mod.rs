@@ -15,7 +15,13 @@ use std::time::{Duration, Instant};
 use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
 
+use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, SourceError};
+
+/// The page of a lookup: the item, or `NotFound` when the upstream's answer holds none.
+pub fn found(item: Option<Item>) -> Result<Page, SourceError> {
+    item.map(Page::single).ok_or(SourceError::NotFound)
+}
 
 /// Largest upstream body read; bigger answers count as malformed rather than exhausting memory.
 const BODY_MAX: usize = 8 * 1024 * 1024;

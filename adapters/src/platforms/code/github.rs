@@ -175,11 +175,7 @@ async fn get(ctx: &Ctx<'_>, path: &str, query: &[(&str, String)]) -> Result<Valu
 fn one(item: Option<Item>) -> Result<Page, SourceError> {
     let item =
         item.ok_or_else(|| SourceError::Malformed("the answer lacks its identity".into()))?;
-    Ok(Page {
-        items: vec![item],
-        total: Some(1),
-        next_cursor: None,
-    })
+    Ok(Page::single(item))
 }
 
 /// A JSON array answer mapped item by item (unreadable entries skipped).
@@ -330,9 +326,5 @@ async fn readme(ctx: &Ctx<'_>, repo: &RepoRef) -> Result<Page, SourceError> {
             item.url = Some(format!("https://github.com/{id}#readme"));
         }
     }
-    Ok(Page {
-        items: vec![item],
-        total: Some(1),
-        next_cursor: None,
-    })
+    Ok(Page::single(item))
 }

@@ -61,7 +61,7 @@ impl Source for AppView {
                         xrpc(ctx, "app.bsky.actor.getProfile", &[("actor", &r.handle)]).await?;
                     let item = profile_item(&body)
                         .ok_or_else(|| SourceError::Malformed("the profile has no DID".into()))?;
-                    Ok(single(item))
+                    Ok(Page::single(item))
                 }
                 Request::DecentralProfilePosts(r) => {
                     let limit = r.limit.to_string();
@@ -134,19 +134,11 @@ impl Source for AppView {
                         .ok_or_else(|| SourceError::Malformed("the thread has no post".into()))?;
                     item.extra("thread_parents_returned", count_parents(thread));
                     item.extra("thread_replies_returned", count_replies(thread));
-                    Ok(single(item))
+                    Ok(Page::single(item))
                 }
                 _ => Err(SourceError::unsupported(request)),
             }
         })
-    }
-}
-
-fn single(item: Item) -> Page {
-    Page {
-        items: vec![item],
-        total: Some(1),
-        next_cursor: None,
     }
 }
 

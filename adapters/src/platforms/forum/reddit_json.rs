@@ -17,7 +17,7 @@ use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::request::{Choice, DateBound};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
-use crate::upstream::{Ctx, json, status_error};
+use crate::upstream::{Ctx, found, json, status_error};
 
 pub struct RedditJson;
 
@@ -116,7 +116,7 @@ impl Source for RedditJson {
                 }
                 Request::ForumCommunity(r) => {
                     let body = get(ctx, &format!("r/{}/about.json", r.community), &[]).await?;
-                    one(thing_item(&body))
+                    found(thing_item(&body))
                 }
                 Request::ForumCommunities(r) => {
                     let params = [("q", r.query.clone()), ("limit", "100".into())];
@@ -142,7 +142,7 @@ impl Source for RedditJson {
                 }
                 Request::ForumProfile(r) => {
                     let body = get(ctx, &format!("user/{}/about.json", r.handle), &[]).await?;
-                    one(thing_item(&body))
+                    found(thing_item(&body))
                 }
                 Request::ForumProfilePosts(r) => {
                     let mut params = vec![("sort", "new".to_string())];
@@ -165,7 +165,7 @@ impl Source for RedditJson {
                         .and_then(|l| children(l).ok())
                         .and_then(|c| c.first())
                         .and_then(thing_item);
-                    one(post)
+                    found(post)
                 }
                 Request::ForumPostComments(r) => {
                     let id = post_id(r.id.as_deref(), r.url.as_deref())?;
@@ -303,15 +303,6 @@ async fn listing(
         items,
         total: None,
         next_cursor: next,
-    })
-}
-
-fn one(item: Option<Item>) -> Result<Page, SourceError> {
-    let item = item.ok_or(SourceError::NotFound)?;
-    Ok(Page {
-        items: vec![item],
-        total: Some(1),
-        next_cursor: None,
     })
 }
 

@@ -51,11 +51,7 @@ impl Source for FxTwitter {
                         .filter(|u| u.is_object())
                         .ok_or_else(|| SourceError::Malformed("no `user` object".into()))?;
                     let item = user_item(user).ok_or(SourceError::NotFound)?;
-                    Ok(Page {
-                        items: vec![item],
-                        total: Some(1),
-                        next_cursor: None,
-                    })
+                    Ok(Page::single(item))
                 }
                 _ => Err(SourceError::unsupported(request)),
             }

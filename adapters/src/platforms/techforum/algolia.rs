@@ -62,11 +62,7 @@ impl Source for Algolia {
                 Request::TechforumStory(r) => {
                     let body = ctx.json(ctx.get(&format!("items/{}", r.id))).await?;
                     let item = thread_item(&body, None, 0).ok_or(SourceError::NotFound)?;
-                    Ok(Page {
-                        total: Some(1),
-                        items: vec![item],
-                        next_cursor: None,
-                    })
+                    Ok(Page::single(item))
                 }
                 Request::TechforumStoryComments(r) => {
                     let body = ctx.json(ctx.get(&format!("items/{}", r.id))).await?;
@@ -95,11 +91,7 @@ impl Source for Algolia {
                         .and_then(dates::normalize)
                         .or_else(|| body.get("created_at").and_then(dates::normalize));
                     item.metrics.score = json::number(&body, "karma");
-                    Ok(Page {
-                        total: Some(1),
-                        items: vec![item],
-                        next_cursor: None,
-                    })
+                    Ok(Page::single(item))
                 }
                 _ => Err(SourceError::unsupported(request)),
             }

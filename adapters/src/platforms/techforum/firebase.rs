@@ -42,11 +42,7 @@ impl Source for Firebase {
                     let node = get_item(ctx, &r.id).await?.ok_or(SourceError::NotFound)?;
                     let item = node_item(&node, 0)
                         .ok_or_else(|| SourceError::Malformed("the item has no id".into()))?;
-                    Ok(Page {
-                        total: Some(1),
-                        items: vec![item],
-                        next_cursor: None,
-                    })
+                    Ok(Page::single(item))
                 }
                 Request::TechforumStoryComments(r) => {
                     let story = get_item(ctx, &r.id).await?.ok_or(SourceError::NotFound)?;
@@ -75,11 +71,7 @@ impl Source for Firebase {
                     item.created_at = body.get("created").and_then(dates::normalize);
                     item.metrics.score = json::number(&body, "karma");
                     item.extra("submitted_count", json::array(&body, "submitted").len());
-                    Ok(Page {
-                        total: Some(1),
-                        items: vec![item],
-                        next_cursor: None,
-                    })
+                    Ok(Page::single(item))
                 }
                 _ => Err(SourceError::unsupported(request)),
             }

@@ -14,7 +14,7 @@ use super::{PLATFORM, channel_url, set_channel, video_item, watch_url};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
-use crate::upstream::{Ctx, dates, html, json, redact, status_error};
+use crate::upstream::{Ctx, dates, found, html, json, redact, status_error};
 
 pub struct DataApi;
 
@@ -49,7 +49,7 @@ impl Source for DataApi {
                 Request::VideoSearch(r) => search(ctx, &r.query, r.limit).await,
                 Request::VideoVideo(r) => {
                     let items = videos(ctx, std::slice::from_ref(&r.id)).await?;
-                    one(items.into_iter().next())
+                    found(items.into_iter().next())
                 }
                 Request::VideoChannel(r) => channel(ctx, &r.id).await,
                 Request::VideoChannelVideos(r) => uploads(ctx, &r.id).await,
@@ -59,15 +59,6 @@ impl Source for DataApi {
             result.map_err(|e| redact(e, ctx.credential))
         })
     }
-}
-
-fn one(item: Option<Item>) -> Result<Page, SourceError> {
-    let item = item.ok_or(SourceError::NotFound)?;
-    Ok(Page {
-        items: vec![item],
-        total: Some(1),
-        next_cursor: None,
-    })
 }
 
 /// One call: the key goes in the query string; the upstream's error reasons are read.
@@ -218,9 +209,11 @@ async fn channel(ctx: &Ctx<'_>, id: &str) -> Result<Page, SourceError> {
         "id"
     };
     let body = get(ctx, "channels", &[("part", "snippet,statistics"), (by, id)]).await?;
-    one(json::array(&body, "items")
-        .iter()
-        .find_map(channel_resource))
+    found(
+        json::array(&body, "items")
+            .iter()
+            .find_map(channel_resource),
+    )
 }
 
 fn channel_resource(v: &Value) -> Option<Item> {
