@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{PLATFORM, item_url, user_url};
+use super::{PLATFORM, item_url, profile_item, thread_node};
 use crate::api::techforum::{SearchSort, SearchType};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
@@ -82,16 +82,7 @@ impl Source for Algolia {
                 Request::TechforumProfile(r) => {
                     let body = ctx.json(ctx.get(&format!("users/{}", r.handle))).await?;
                     let name = json::string(&body, "username").ok_or(SourceError::NotFound)?;
-                    let mut item = Item::new(PLATFORM, "profile", name.clone());
-                    item.url = Some(user_url(&name));
-                    item.author = Some(name);
-                    item.text = html::text_or_none(json::str(&body, "about"));
-                    item.created_at = body
-                        .get("created_at_i")
-                        .and_then(dates::normalize)
-                        .or_else(|| body.get("created_at").and_then(dates::normalize));
-                    item.metrics.score = json::number(&body, "karma");
-                    Ok(Page::single(item))
+                    Ok(Page::single(profile_item(name, &body, created_at(&body))))
                 }
                 _ => Err(SourceError::unsupported(request)),
             }
@@ -134,10 +125,7 @@ fn hit_item(hit: &Value) -> Option<Item> {
     };
     item.text = html::text_or_none(body);
     item.author = json::string(hit, "author");
-    item.created_at = hit
-        .get("created_at_i")
-        .and_then(dates::normalize)
-        .or_else(|| hit.get("created_at").and_then(dates::normalize));
+    item.created_at = created_at(hit);
     item.metrics.score = json::number(hit, "points");
     item.metrics.comments = json::number(hit, "num_comments");
     item.extra("external_url", json::string(hit, "url"));
@@ -154,22 +142,11 @@ fn hit_item(hit: &Value) -> Option<Item> {
 
 /// One node of an `/items/{id}` tree.
 fn thread_item(node: &Value, parent: Option<&str>, depth: u32) -> Option<Item> {
-    let id = json::id(node, "id")?;
-    let kind = match json::str(node, "type") {
-        Some("comment") => "comment",
-        _ => "post",
-    };
-    let mut item = Item::new(PLATFORM, kind, id.clone());
-    item.url = Some(item_url(&id));
-    item.title = json::str(node, "title").map(html::unescape);
-    item.text = html::text_or_none(json::str(node, "text"));
+    let mut item = thread_node(node)?;
     item.author = json::string(node, "author");
-    item.created_at = node
-        .get("created_at_i")
-        .and_then(dates::normalize)
-        .or_else(|| node.get("created_at").and_then(dates::normalize));
+    item.created_at = created_at(node);
     item.metrics.score = json::number(node, "points");
-    if kind == "post" {
+    if item.kind == "post" {
         item.metrics.comments = Some(count_comments(node) as f64);
         item.extra("external_url", json::string(node, "url"));
     } else {
@@ -177,10 +154,17 @@ fn thread_item(node: &Value, parent: Option<&str>, depth: u32) -> Option<Item> {
         item.extra("story_id", json::id(node, "story_id"));
         item.extra("depth", depth);
     }
-    if item.author.is_none() && kind == "comment" {
+    if item.author.is_none() && item.kind == "comment" {
         item.extra("author_deleted", true);
     }
     Some(item)
+}
+
+/// The creation time, from the epoch seconds or else the ISO text.
+fn created_at(v: &Value) -> Option<String> {
+    v.get("created_at_i")
+        .and_then(dates::normalize)
+        .or_else(|| v.get("created_at").and_then(dates::normalize))
 }
 
 fn count_comments(node: &Value) -> usize {

@@ -4,11 +4,11 @@
 
 use serde_json::Value;
 
-use super::{PLATFORM, item_url, user_url};
+use super::{PLATFORM, profile_item, thread_node};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
-use crate::upstream::{Ctx, bounded, dates, html, json};
+use crate::upstream::{Ctx, bounded, dates, json};
 
 /// Comment requests in flight at once while walking a thread.
 const FAN_OUT: usize = 8;
@@ -64,12 +64,8 @@ impl Source for Firebase {
                         .json(ctx.get(&format!("user/{}.json", r.handle)))
                         .await?;
                     let name = json::string(&body, "id").ok_or(SourceError::NotFound)?;
-                    let mut item = Item::new(PLATFORM, "profile", name.clone());
-                    item.url = Some(user_url(&name));
-                    item.author = Some(name);
-                    item.text = html::text_or_none(json::str(&body, "about"));
-                    item.created_at = body.get("created").and_then(dates::normalize);
-                    item.metrics.score = json::number(&body, "karma");
+                    let created_at = body.get("created").and_then(dates::normalize);
+                    let mut item = profile_item(name, &body, created_at);
                     item.extra("submitted_count", json::array(&body, "submitted").len());
                     Ok(Page::single(item))
                 }
@@ -142,19 +138,11 @@ fn walk<'a>(
 /// A story, job, poll or comment. Deleted items keep their place in a thread (their replies
 /// follow them) with no author and no text.
 fn node_item(node: &Value, depth: u32) -> Option<Item> {
-    let id = json::id(node, "id")?;
-    let kind = match json::str(node, "type") {
-        Some("comment") => "comment",
-        _ => "post",
-    };
-    let mut item = Item::new(PLATFORM, kind, id.clone());
-    item.url = Some(item_url(&id));
-    item.title = json::str(node, "title").map(html::unescape);
-    item.text = html::text_or_none(json::str(node, "text"));
+    let mut item = thread_node(node)?;
     item.author = json::string(node, "by");
     item.created_at = node.get("time").and_then(dates::normalize);
     item.metrics.score = json::number(node, "score");
-    if kind == "post" {
+    if item.kind == "post" {
         item.metrics.comments = json::number(node, "descendants");
         item.extra("external_url", json::string(node, "url"));
     } else {
