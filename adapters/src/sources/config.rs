@@ -70,10 +70,7 @@ impl std::fmt::Debug for SourceOverride {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SourceOverride")
             .field("base_url", &self.base_url)
-            .field(
-                "credential",
-                &self.credential.as_ref().map(|_| "<redacted>"),
-            )
+            .field("credential", &redacted(&self.credential))
             .field("enabled", &self.enabled)
             .field("timeout_ms", &self.timeout_ms)
             .field("rate_per_sec", &self.rate_per_sec)
@@ -111,10 +108,7 @@ impl std::fmt::Debug for SourceSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SourceSettings")
             .field("base_url", &self.base_url)
-            .field(
-                "credential",
-                &self.credential.as_ref().map(|_| "<redacted>"),
-            )
+            .field("credential", &redacted(&self.credential))
             .field("enabled", &self.enabled)
             .field("timeout_ms", &self.timeout_ms)
             .field("rate", &self.rate)
@@ -122,6 +116,11 @@ impl std::fmt::Debug for SourceSettings {
             .field("instance_port", &self.instance_port)
             .finish()
     }
+}
+
+/// A credential as `Debug` output shows it: whether there is one, never its value.
+fn redacted(credential: &Option<String>) -> Option<&'static str> {
+    credential.as_ref().map(|_| "<redacted>")
 }
 
 fn env_key(id: &str, field: &str) -> String {
