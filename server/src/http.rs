@@ -20,6 +20,8 @@ pub struct RequestContext {
     pub request_id: String,
     /// The path called, as the error envelope's `endpoint`.
     pub endpoint: String,
+    /// The client's address (the TCP peer), for the per-client daily caps.
+    pub client: String,
 }
 
 tokio::task_local! {
@@ -29,6 +31,11 @@ tokio::task_local! {
 /// The context of the request being served, if any.
 pub fn current() -> Option<RequestContext> {
     CONTEXT.try_with(Clone::clone).ok()
+}
+
+/// Runs `f` inside a request context (for work spawned off the request's task).
+pub fn in_context<F: Future>(ctx: RequestContext, f: F) -> impl Future<Output = F::Output> {
+    CONTEXT.scope(ctx, f)
 }
 
 /// `req-` and 24 hex digits (96 random bits).
@@ -50,6 +57,11 @@ pub async fn request_context(req: Request, next: Next) -> Response {
     let ctx = RequestContext {
         request_id: new_request_id(),
         endpoint: req.uri().path().to_string(),
+        client: req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip().to_string())
+            .unwrap_or_else(|| "unknown".into()),
     };
     let id = ctx.request_id.clone();
     let mut res = CONTEXT.scope(ctx, next.run(req)).await;
