@@ -357,9 +357,9 @@ impl Env {
     pub fn outbox_code(&self, email: &str) -> String {
         let text = std::fs::read_to_string(self.db.dir.join("outbox.log")).unwrap_or_default();
         text.lines()
+            .rev()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|m| m["to"] == email.to_ascii_lowercase().as_str())
-            .last()
+            .find(|m| m["to"] == email.to_ascii_lowercase().as_str())
             .and_then(|m| m["code"].as_str().map(str::to_string))
             .unwrap_or_else(|| panic!("no code for {email} in the outbox"))
     }

@@ -230,7 +230,7 @@ async fn failure_race(b: Backend) {
         return;
     };
     let session = env.sign_in("flaky@example.com").await;
-    let keys = vec![
+    let keys = [
         env.create_key(&session, "a").await,
         env.create_key(&session, "b").await,
         env.create_key(&session, "c").await,

@@ -64,6 +64,11 @@ pub struct SessionInfo {
     pub token_hash: String,
 }
 
+/// id, name, prefix, created_at, last_used_at
+type KeyRow = (String, Option<String>, String, i64, Option<i64>);
+/// created_at, endpoint, status, credits, request_id, key_prefix
+type CallRow = (i64, String, i64, i64, String, String);
+
 pub struct Accounts {
     pub db: Db,
     pub ledger: Ledger,
@@ -189,7 +194,7 @@ impl Accounts {
     }
 
     pub async fn list_keys(&self, account_id: &str) -> AResult<Value> {
-        let rows: Vec<(String, Option<String>, String, i64, Option<i64>)> = sqlx::query_as(
+        let rows: Vec<KeyRow> = sqlx::query_as(
             "SELECT id, name, prefix, created_at, last_used_at FROM api_keys \
              WHERE account_id = $1 AND revoked_at IS NULL ORDER BY created_at, id",
         )
@@ -342,7 +347,7 @@ impl Accounts {
         .fetch_all(&self.db.read)
         .await
         .map_err(db_error)?;
-        let recent: Vec<(i64, String, i64, i64, String, String)> = sqlx::query_as(
+        let recent: Vec<CallRow> = sqlx::query_as(
             "SELECT created_at, endpoint, status, credits, request_id, key_prefix FROM calls \
              WHERE account_id = $1 ORDER BY created_at DESC, request_id LIMIT 20",
         )
