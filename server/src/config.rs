@@ -15,6 +15,9 @@ pub struct Config {
     pub limits: Limits,
     /// Database URL (`sqlite://...` or `postgres://...`); the `DATABASE_URL` environment variable wins.
     pub database_url: Option<String>,
+    /// SQLite durability: `normal` (default; commits survive a crash of the service, see
+    /// docs/decisions.md) or `full` (every commit reaches the disk before it returns).
+    pub sqlite_synchronous: String,
     /// Server secret keying the sign-in code hashes; when absent one is made once and kept in the database.
     pub secret: Option<String>,
     /// The operator's key for the admin routes (`x-owner-key`); without it the admin routes answer 401.
@@ -141,6 +144,7 @@ impl std::fmt::Debug for Config {
                 "database_url",
                 &self.database_url.as_deref().map(crate::db::redacted),
             )
+            .field("sqlite_synchronous", &self.sqlite_synchronous)
             .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
             .field("owner_key", &self.owner_key.as_ref().map(|_| "<redacted>"))
             .field("smtp", &self.smtp)
@@ -158,6 +162,7 @@ impl Default for Config {
             public_url: "http://127.0.0.1:8080".into(),
             limits: Limits::default(),
             database_url: None,
+            sqlite_synchronous: "normal".into(),
             secret: None,
             owner_key: None,
             smtp: None,

@@ -45,7 +45,7 @@ impl AppState {
     /// Connects to the database in force (`DATABASE_URL`, else the configuration, else the default).
     pub async fn start(config: Config) -> Result<Self, String> {
         let url = db::resolve_url(config.database_url.as_deref());
-        let db = db::Db::connect(&url).await?;
+        let db = db::Db::connect_with(&url, &config.sqlite_synchronous).await?;
         AppState::with_db(config, db).await
     }
 

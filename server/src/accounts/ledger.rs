@@ -12,10 +12,12 @@
 //! So at every commit the balance of an account equals the sum of its ledger amounts.
 //!
 //! A caller is answered only after the transaction holding its operation has committed, so no call
-//! is answered before its charge is durable. Calls of one account always go to the same writer, so
-//! writers never wait on each other's rows.
+//! is answered before its charge is committed. Calls of one account always go to the same writer, so
+//! writers never wait on each other's rows. Each batch is at most two transactions (reservations, then
+//! everything else) whose statements cover many calls at once: the hold rows, the settlements, the
+//! call log and the keys' last use are one statement each per batch.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
 use sqlx::{Any, Transaction};
@@ -204,6 +206,10 @@ impl Ledger {
 }
 
 async fn writer(db: Db, mut rx: mpsc::Receiver<Op>) {
+    let mut w = Writer {
+        db,
+        last_used: HashMap::new(),
+    };
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.recv().await {
         batch.push(first);
@@ -217,7 +223,7 @@ async fn writer(db: Db, mut rx: mpsc::Receiver<Op>) {
             .iter()
             .position(|op| matches!(op, Op::Stop { .. }))
             .map(|i| batch.split_off(i));
-        run_batch(&db, std::mem::take(&mut batch)).await;
+        w.run(std::mem::take(&mut batch)).await;
         if let Some(mut rest) = stop {
             if let Op::Stop { reply } = rest.remove(0) {
                 let _ = reply.send(());
@@ -227,57 +233,320 @@ async fn writer(db: Db, mut rx: mpsc::Receiver<Op>) {
     }
 }
 
-/// Applies a batch in one transaction and answers each operation after the commit. If the
-/// transaction fails, each operation is retried alone, so one bad operation fails only itself.
-async fn run_batch(db: &Db, batch: Vec<Op>) {
-    if batch.is_empty() {
-        return;
+/// `last_used_at` of a key is written at most once a minute.
+const LAST_USED_EVERY: i64 = 60;
+
+struct Writer {
+    db: Db,
+    /// When this writer last wrote each key's `last_used_at`.
+    last_used: HashMap<String, i64>,
+}
+
+impl Writer {
+    /// Reservations first, in a transaction of their own, answered at its commit; then settlements,
+    /// releases and the call log in a second one. On PostgreSQL the first commits asynchronously
+    /// (`synchronous_commit = off`): a reservation lost in a crash holds nothing, and the second,
+    /// synchronous commit flushes the log up to itself, reservations included. So each call waits for
+    /// one durable commit, its settlement, before it is answered.
+    async fn run(&mut self, batch: Vec<Op>) {
+        let (reserves, rest): (Vec<Op>, Vec<Op>) = batch
+            .into_iter()
+            .partition(|op| matches!(op, Op::Reserve { .. }));
+        for part in [reserves, rest] {
+            if !part.is_empty() {
+                self.run_part(part).await;
+            }
+        }
     }
-    match apply_in_tx(db, &batch).await {
-        Ok(outcomes) => {
-            for (op, outcome) in batch.into_iter().zip(outcomes) {
-                answer(op, Ok(outcome));
+
+    /// Applies operations in one transaction and answers each after the commit. If the transaction
+    /// fails, each operation is retried alone, so one bad operation fails only itself.
+    async fn run_part(&mut self, ops: Vec<Op>) {
+        match self.apply(&ops).await {
+            Ok(outcomes) => {
+                for (op, outcome) in ops.into_iter().zip(outcomes) {
+                    answer(op, Ok(outcome));
+                }
             }
-        }
-        Err(e) if batch.len() == 1 => {
-            tracing::error!(error = %e, "ledger write failed");
-            for op in batch {
-                answer(op, Err(e.to_string()));
+            Err(e) if ops.len() == 1 => {
+                tracing::error!(error = %e, "ledger write failed");
+                for op in ops {
+                    answer(op, Err(e.to_string()));
+                }
             }
-        }
-        Err(_) => {
-            for op in batch {
-                let one = [op];
-                match apply_in_tx(db, &one).await {
-                    Ok(mut o) => {
-                        let [op] = one;
-                        answer(op, Ok(o.remove(0)));
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %e, "ledger write failed");
-                        let [op] = one;
-                        answer(op, Err(e.to_string()));
+            Err(_) => {
+                for op in ops {
+                    let one = [op];
+                    let result = self.apply(&one).await;
+                    let [op] = one;
+                    match result {
+                        Ok(mut o) => answer(op, Ok(o.remove(0))),
+                        Err(e) => {
+                            tracing::error!(error = %e, "ledger write failed");
+                            answer(op, Err(e.to_string()));
+                        }
                     }
                 }
             }
         }
     }
+
+    async fn apply(&mut self, ops: &[Op]) -> DbResult<Vec<Outcome>> {
+        let at = now();
+        let mut tx = self.db.write.begin().await?;
+        let only_reserves = ops.iter().all(|op| matches!(op, Op::Reserve { .. }));
+        if only_reserves && self.db.backend == Backend::Postgres {
+            sqlx::query("SET LOCAL synchronous_commit TO OFF")
+                .execute(&mut *tx)
+                .await?;
+        }
+        let mut outcomes: Vec<Option<Outcome>> = ops.iter().map(|_| None).collect();
+
+        // Reservations: one conditional decrement each, then their hold rows in one statement.
+        let mut holds: Vec<(&str, &str, i64)> = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            let Op::Reserve {
+                account_id,
+                request_id,
+                price,
+                ..
+            } = op
+            else {
+                continue;
+            };
+            let held: Option<(i64,)> = sqlx::query_as(
+                "UPDATE accounts SET balance = balance - $1 WHERE id = $2 AND balance >= $1 RETURNING balance",
+            )
+            .bind(*price)
+            .bind(account_id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+            outcomes[i] = Some(Outcome::Reserved(match held {
+                Some((remaining,)) => {
+                    holds.push((request_id, account_id, -*price));
+                    Reservation::Held { remaining }
+                }
+                None => {
+                    let balance: Option<(i64,)> =
+                        sqlx::query_as("SELECT balance FROM accounts WHERE id = $1")
+                            .bind(account_id.as_str())
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                    Reservation::Insufficient {
+                        balance: balance.map(|b| b.0).unwrap_or(0),
+                    }
+                }
+            }));
+        }
+        if !holds.is_empty() {
+            let sql = format!(
+                "INSERT INTO credit_entries (kind, ref, account_id, amount, state, created_at, updated_at) VALUES {}",
+                rows(holds.len(), 4, 2, |r| format!(
+                    "('charge', ${}, ${}, ${}, 'held', $1, $1)",
+                    r,
+                    r + 1,
+                    r + 2
+                ))
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .persistent(false)
+                .bind(at);
+            for (r, a, amount) in &holds {
+                q = q.bind(*r).bind(*a).bind(*amount);
+            }
+            q.execute(&mut *tx).await?;
+        }
+
+        // Settlements: every held charge of the batch flips in one statement.
+        let settle_refs: Vec<&str> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Settle { record, .. } => Some(record.request_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut settled: HashSet<String> = HashSet::new();
+        if !settle_refs.is_empty() {
+            let sql = format!(
+                "UPDATE credit_entries SET state = 'settled', updated_at = $1 \
+                 WHERE kind = 'charge' AND state = 'held' AND ref IN ({}) RETURNING ref",
+                (0..settle_refs.len())
+                    .map(|i| format!("${}", i + 2))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql))
+                .persistent(false)
+                .bind(at);
+            for r in &settle_refs {
+                q = q.bind(*r);
+            }
+            settled = q
+                .fetch_all(&mut *tx)
+                .await?
+                .into_iter()
+                .map(|r| r.0)
+                .collect();
+        }
+
+        // Releases (failed calls, expired holds): one at a time, they are the rare path.
+        let mut calls: Vec<CallRecord> = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            match op {
+                Op::Settle { record, .. } => {
+                    let done = settled.contains(&record.request_id);
+                    let mut record = record.clone();
+                    if !done {
+                        record.credits = 0;
+                    }
+                    calls.push(record);
+                    outcomes[i] = Some(Outcome::Settled(done));
+                }
+                Op::Release {
+                    request_id, record, ..
+                } => {
+                    release(&mut tx, request_id, at).await?;
+                    if let Some(record) = record {
+                        let mut record = record.clone();
+                        record.credits = 0;
+                        calls.push(record);
+                    }
+                    outcomes[i] = Some(Outcome::Done);
+                }
+                Op::Log { record } => {
+                    calls.push(record.clone());
+                    outcomes[i] = Some(Outcome::Done);
+                }
+                Op::Reserve { .. } => {}
+                Op::Stop { .. } => outcomes[i] = Some(Outcome::Done),
+            }
+        }
+
+        // The call log, in one statement.
+        if !calls.is_empty() {
+            let sql = format!(
+                "INSERT INTO calls (request_id, account_id, key_id, key_prefix, endpoint, status, credits, created_at) VALUES {}",
+                rows(calls.len(), 7, 2, |r| format!(
+                    "(${}, ${}, ${}, ${}, ${}, ${}, ${}, $1)",
+                    r,
+                    r + 1,
+                    r + 2,
+                    r + 3,
+                    r + 4,
+                    r + 5,
+                    r + 6
+                ))
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .persistent(false)
+                .bind(at);
+            for c in &calls {
+                q = q
+                    .bind(c.request_id.as_str())
+                    .bind(c.account_id.as_str())
+                    .bind(c.key_id.as_str())
+                    .bind(c.key_prefix.as_str())
+                    .bind(c.endpoint.as_str())
+                    .bind(i64::from(c.status))
+                    .bind(c.credits);
+            }
+            q.execute(&mut *tx).await?;
+        }
+
+        // Last use of the keys, at most once a minute per key.
+        let mut used: Vec<&str> = calls
+            .iter()
+            .map(|c| c.key_id.as_str())
+            .filter(|k| {
+                self.last_used
+                    .get(*k)
+                    .is_none_or(|t| at - t >= LAST_USED_EVERY)
+            })
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        if !used.is_empty() {
+            let sql = format!(
+                "UPDATE api_keys SET last_used_at = $1 WHERE id IN ({})",
+                (0..used.len())
+                    .map(|i| format!("${}", i + 2))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .persistent(false)
+                .bind(at);
+            for k in &used {
+                q = q.bind(*k);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        if self.last_used.len() > 100_000 {
+            self.last_used.clear();
+        }
+        for k in used {
+            self.last_used.insert(k.to_string(), at);
+        }
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(Outcome::Done))
+            .collect())
+    }
+}
+
+/// `n` rows of placeholders; row `i` starts at parameter `first + i * width`.
+fn rows(n: usize, width: usize, first: usize, row: impl Fn(usize) -> String) -> String {
+    (0..n)
+        .map(|i| row(first + i * width))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn release(tx: &mut Transaction<'static, Any>, request_id: &str, at: i64) -> DbResult<()> {
+    let released: Option<(String, i64)> = sqlx::query_as(
+        "UPDATE credit_entries SET state = 'released', updated_at = $1 \
+         WHERE kind = 'charge' AND ref = $2 AND state = 'held' RETURNING account_id, amount",
+    )
+    .bind(at)
+    .bind(request_id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if let Some((account_id, amount)) = released {
+        sqlx::query("UPDATE accounts SET balance = balance + $1 WHERE id = $2")
+            .bind(-amount)
+            .bind(account_id.as_str())
+            .execute(&mut **tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO credit_entries (kind, ref, account_id, amount, state, created_at, updated_at) \
+             VALUES ('refund', $1, $2, $3, 'done', $4, $4)",
+        )
+        .bind(request_id)
+        .bind(account_id.as_str())
+        .bind(-amount)
+        .bind(at)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }
 
 fn answer(op: Op, outcome: Result<Outcome, String>) {
     let err = |m: &String| sqlx::Error::Protocol(m.clone());
+    let unexpected = || sqlx::Error::Protocol("unexpected ledger outcome".into());
     match op {
         Op::Reserve { reply, .. } => {
             let _ = reply.send(match &outcome {
                 Ok(Outcome::Reserved(r)) => Ok(*r),
-                Ok(_) => Err(sqlx::Error::Protocol("unexpected outcome".into())),
+                Ok(_) => Err(unexpected()),
                 Err(m) => Err(err(m)),
             });
         }
         Op::Settle { reply, .. } => {
             let _ = reply.send(match &outcome {
                 Ok(Outcome::Settled(b)) => Ok(*b),
-                Ok(_) => Err(sqlx::Error::Protocol("unexpected outcome".into())),
+                Ok(_) => Err(unexpected()),
                 Err(m) => Err(err(m)),
             });
         }
@@ -288,154 +557,4 @@ fn answer(op: Op, outcome: Result<Outcome, String>) {
         }
         Op::Log { .. } | Op::Stop { .. } => {}
     }
-}
-
-async fn apply_in_tx(db: &Db, batch: &[Op]) -> DbResult<Vec<Outcome>> {
-    let mut tx = db.write.begin().await?;
-    let at = now();
-    let mut outcomes = Vec::with_capacity(batch.len());
-    let mut used_keys: HashSet<&str> = HashSet::new();
-    for op in batch {
-        outcomes.push(apply(&mut tx, op, at).await?);
-        match op {
-            Op::Settle { record, .. }
-            | Op::Log { record }
-            | Op::Release {
-                record: Some(record),
-                ..
-            } => {
-                used_keys.insert(record.key_id.as_str());
-            }
-            _ => {}
-        }
-    }
-    for key in used_keys {
-        sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-            .bind(at)
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(outcomes)
-}
-
-async fn apply(tx: &mut Transaction<'static, Any>, op: &Op, at: i64) -> DbResult<Outcome> {
-    match op {
-        Op::Reserve {
-            account_id,
-            request_id,
-            price,
-            ..
-        } => {
-            let held: Option<(i64,)> = sqlx::query_as(
-                "UPDATE accounts SET balance = balance - $1 WHERE id = $2 AND balance >= $1 RETURNING balance",
-            )
-            .bind(*price)
-            .bind(account_id.as_str())
-            .fetch_optional(&mut **tx)
-            .await?;
-            match held {
-                Some((remaining,)) => {
-                    sqlx::query(
-                        "INSERT INTO credit_entries (kind, ref, account_id, amount, state, created_at, updated_at) \
-                         VALUES ('charge', $1, $2, $3, 'held', $4, $4)",
-                    )
-                    .bind(request_id.as_str())
-                    .bind(account_id.as_str())
-                    .bind(-*price)
-                    .bind(at)
-                    .execute(&mut **tx)
-                    .await?;
-                    Ok(Outcome::Reserved(Reservation::Held { remaining }))
-                }
-                None => {
-                    let balance: Option<(i64,)> =
-                        sqlx::query_as("SELECT balance FROM accounts WHERE id = $1")
-                            .bind(account_id.as_str())
-                            .fetch_optional(&mut **tx)
-                            .await?;
-                    Ok(Outcome::Reserved(Reservation::Insufficient {
-                        balance: balance.map(|b| b.0).unwrap_or(0),
-                    }))
-                }
-            }
-        }
-        Op::Settle { record, .. } => {
-            let done = sqlx::query(
-                "UPDATE credit_entries SET state = 'settled', updated_at = $1 \
-                 WHERE kind = 'charge' AND ref = $2 AND state = 'held'",
-            )
-            .bind(at)
-            .bind(record.request_id.as_str())
-            .execute(&mut **tx)
-            .await?
-            .rows_affected()
-                == 1;
-            let mut record = record.clone();
-            if !done {
-                record.credits = 0;
-            }
-            insert_call(tx, &record, at).await?;
-            Ok(Outcome::Settled(done))
-        }
-        Op::Release {
-            request_id, record, ..
-        } => {
-            let released: Option<(String, i64)> = sqlx::query_as(
-                "UPDATE credit_entries SET state = 'released', updated_at = $1 \
-                 WHERE kind = 'charge' AND ref = $2 AND state = 'held' RETURNING account_id, amount",
-            )
-            .bind(at)
-            .bind(request_id.as_str())
-            .fetch_optional(&mut **tx)
-            .await?;
-            if let Some((account_id, amount)) = released {
-                sqlx::query("UPDATE accounts SET balance = balance + $1 WHERE id = $2")
-                    .bind(-amount)
-                    .bind(account_id.as_str())
-                    .execute(&mut **tx)
-                    .await?;
-                sqlx::query(
-                    "INSERT INTO credit_entries (kind, ref, account_id, amount, state, created_at, updated_at) \
-                     VALUES ('refund', $1, $2, $3, 'done', $4, $4)",
-                )
-                .bind(request_id.as_str())
-                .bind(account_id.as_str())
-                .bind(-amount)
-                .bind(at)
-                .execute(&mut **tx)
-                .await?;
-            }
-            if let Some(record) = record {
-                let mut record = record.clone();
-                record.credits = 0;
-                insert_call(tx, &record, at).await?;
-            }
-            Ok(Outcome::Done)
-        }
-        Op::Log { record } => {
-            insert_call(tx, record, at).await?;
-            Ok(Outcome::Done)
-        }
-        Op::Stop { .. } => Ok(Outcome::Done),
-    }
-}
-
-async fn insert_call(tx: &mut Transaction<'static, Any>, r: &CallRecord, at: i64) -> DbResult<()> {
-    sqlx::query(
-        "INSERT INTO calls (request_id, account_id, key_id, key_prefix, endpoint, status, credits, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(r.request_id.as_str())
-    .bind(r.account_id.as_str())
-    .bind(r.key_id.as_str())
-    .bind(r.key_prefix.as_str())
-    .bind(r.endpoint.as_str())
-    .bind(i64::from(r.status))
-    .bind(r.credits)
-    .bind(at)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }

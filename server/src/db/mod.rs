@@ -72,8 +72,24 @@ pub fn redacted(url: &str) -> String {
 }
 
 impl Db {
-    /// Connects, creating the SQLite file's directory if needed, and applies the migrations.
+    /// Connects with the default SQLite `synchronous` mode (NORMAL); see `connect_with`.
     pub async fn connect(url: &str) -> Result<Db, String> {
+        Db::connect_with(url, "normal").await
+    }
+
+    /// Connects, creating the SQLite file's directory if needed, and applies the migrations.
+    /// `sqlite_synchronous` is `normal` (a commit survives a crash of the process; an OS crash or power
+    /// loss can lose the last commits) or `full` (every commit is on disk before it returns).
+    pub async fn connect_with(url: &str, sqlite_synchronous: &str) -> Result<Db, String> {
+        let pragma: &'static str = match sqlite_synchronous {
+            "normal" => "PRAGMA synchronous = NORMAL",
+            "full" => "PRAGMA synchronous = FULL",
+            other => {
+                return Err(format!(
+                    "sqlite_synchronous must be normal or full, not {other}"
+                ));
+            }
+        };
         install_default_drivers();
         let fail = |e: sqlx::Error| format!("database {}: {e}", redacted(url));
         let db = if url.starts_with("sqlite:") {
@@ -86,10 +102,10 @@ impl Db {
             let opts = || {
                 AnyPoolOptions::new()
                     .acquire_timeout(Duration::from_secs(30))
-                    .after_connect(|conn, _| {
+                    .after_connect(move |conn, _| {
                         Box::pin(async move {
                             conn.execute("PRAGMA busy_timeout = 10000").await?;
-                            conn.execute("PRAGMA synchronous = FULL").await?;
+                            conn.execute(pragma).await?;
                             conn.execute("PRAGMA foreign_keys = ON").await?;
                             Ok(())
                         })
