@@ -302,41 +302,94 @@ impl Writer {
         }
         let mut outcomes: Vec<Option<Outcome>> = ops.iter().map(|_| None).collect();
 
-        // Reservations: one conditional decrement each, then their hold rows in one statement.
-        let mut holds: Vec<(&str, &str, i64)> = Vec::new();
+        // Reservations. The batch's reservations are grouped by account; one statement takes from every
+        // account that can pay for all of its group (`balance >= group total`, checked per row, so the
+        // balance never goes below zero). An account that cannot pay for its whole group, which only
+        // happens near zero, is then served one reservation at a time, in arrival order.
+        let mut groups: Vec<(&str, i64, Vec<usize>)> = Vec::new();
+        let mut group_of: HashMap<&str, usize> = HashMap::new();
         for (i, op) in ops.iter().enumerate() {
-            let Op::Reserve {
-                account_id,
-                request_id,
-                price,
-                ..
+            if let Op::Reserve {
+                account_id, price, ..
             } = op
-            else {
-                continue;
-            };
-            let held: Option<(i64,)> = sqlx::query_as(
-                "UPDATE accounts SET balance = balance - $1 WHERE id = $2 AND balance >= $1 RETURNING balance",
-            )
-            .bind(*price)
-            .bind(account_id.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
-            outcomes[i] = Some(Outcome::Reserved(match held {
-                Some((remaining,)) => {
-                    holds.push((request_id, account_id, -*price));
-                    Reservation::Held { remaining }
-                }
-                None => {
-                    let balance: Option<(i64,)> =
-                        sqlx::query_as("SELECT balance FROM accounts WHERE id = $1")
-                            .bind(account_id.as_str())
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                    Reservation::Insufficient {
-                        balance: balance.map(|b| b.0).unwrap_or(0),
+            {
+                let g = *group_of.entry(account_id.as_str()).or_insert_with(|| {
+                    groups.push((account_id.as_str(), 0, Vec::new()));
+                    groups.len() - 1
+                });
+                groups[g].1 += *price;
+                groups[g].2.push(i);
+            }
+        }
+        let mut holds: Vec<(&str, &str, i64)> = Vec::new();
+        let mut paid: HashMap<String, i64> = HashMap::new();
+        if !groups.is_empty() {
+            let cases: String = (0..groups.len())
+                .map(|g| format!("WHEN ${} THEN ${}", 2 * g + 1, 2 * g + 2))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let ids: String = (0..groups.len())
+                .map(|g| format!("${}", 2 * g + 1))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "UPDATE accounts SET balance = balance - (CASE id {cases} END) \
+                 WHERE id IN ({ids}) AND balance >= (CASE id {cases} END) RETURNING id, balance"
+            );
+            let mut q =
+                sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql)).persistent(false);
+            for (account, total, _) in &groups {
+                q = q.bind(*account).bind(*total);
+            }
+            paid = q.fetch_all(&mut *tx).await?.into_iter().collect();
+        }
+        for (account, total, members) in &groups {
+            if let Some(after) = paid.get(*account) {
+                let mut balance = after + total;
+                for &i in members {
+                    if let Op::Reserve {
+                        request_id, price, ..
+                    } = &ops[i]
+                    {
+                        balance -= price;
+                        holds.push((request_id, account, -*price));
+                        outcomes[i] =
+                            Some(Outcome::Reserved(Reservation::Held { remaining: balance }));
                     }
                 }
-            }));
+                continue;
+            }
+            for &i in members {
+                let Op::Reserve {
+                    request_id, price, ..
+                } = &ops[i]
+                else {
+                    continue;
+                };
+                let held: Option<(i64,)> = sqlx::query_as(
+                    "UPDATE accounts SET balance = balance - $1 WHERE id = $2 AND balance >= $1 RETURNING balance",
+                )
+                .bind(*price)
+                .bind(*account)
+                .fetch_optional(&mut *tx)
+                .await?;
+                outcomes[i] = Some(Outcome::Reserved(match held {
+                    Some((remaining,)) => {
+                        holds.push((request_id, account, -*price));
+                        Reservation::Held { remaining }
+                    }
+                    None => {
+                        let balance: Option<(i64,)> =
+                            sqlx::query_as("SELECT balance FROM accounts WHERE id = $1")
+                                .bind(*account)
+                                .fetch_optional(&mut *tx)
+                                .await?;
+                        Reservation::Insufficient {
+                            balance: balance.map(|b| b.0).unwrap_or(0),
+                        }
+                    }
+                }));
+            }
         }
         if !holds.is_empty() {
             let sql = format!(
