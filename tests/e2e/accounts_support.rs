@@ -513,6 +513,10 @@ impl Env {
         self.check_ledger(true).await;
         self.server.stop();
         let log = self.server.log_text();
+        assert!(
+            !log.contains("ledger batch failed"),
+            "every ledger batch commits as one transaction"
+        );
         for s in secrets {
             assert!(!log.contains(s), "a secret appears in the server log");
         }

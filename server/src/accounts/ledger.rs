@@ -93,10 +93,18 @@ impl Ledger {
             Backend::Sqlite => 1,
             Backend::Postgres => 4,
         };
+        // Each writer runs on a thread of its own rather than as a task among the requests: it waits
+        // on the database many times per batch, and each wake-up would otherwise queue behind every
+        // request task of the runtime.
+        let handle = tokio::runtime::Handle::current();
         let writers = (0..n)
-            .map(|_| {
+            .map(|i| {
                 let (tx, rx) = mpsc::channel(65_536);
-                tokio::spawn(writer(db.clone(), rx));
+                let (db, handle) = (db.clone(), handle.clone());
+                std::thread::Builder::new()
+                    .name(format!("ledger-writer-{i}"))
+                    .spawn(move || handle.block_on(writer(db, rx)))
+                    .expect("start a ledger writer thread");
                 tx
             })
             .collect();
@@ -243,18 +251,30 @@ struct Writer {
 }
 
 impl Writer {
-    /// Reservations first, in a transaction of their own, answered at its commit; then settlements,
-    /// releases and the call log in a second one. On PostgreSQL the first commits asynchronously
+    /// On PostgreSQL, reservations first, in a transaction of their own, answered at its commit; then
+    /// settlements, releases and the call log in a second one. The first commits asynchronously
     /// (`synchronous_commit = off`): a reservation lost in a crash holds nothing, and the second,
     /// synchronous commit flushes the log up to itself, reservations included. So each call waits for
-    /// one durable commit, its settlement, before it is answered.
+    /// one durable commit, its settlement, before it is answered. On SQLite one transaction.
     async fn run(&mut self, batch: Vec<Op>) {
-        let (reserves, rest): (Vec<Op>, Vec<Op>) = batch
-            .into_iter()
-            .partition(|op| matches!(op, Op::Reserve { .. }));
-        for part in [reserves, rest] {
+        // SQLite commits without fsync (see `db`), so one transaction serves the whole batch there.
+        let parts = if self.db.backend == Backend::Postgres {
+            let (reserves, rest): (Vec<Op>, Vec<Op>) = batch
+                .into_iter()
+                .partition(|op| matches!(op, Op::Reserve { .. }));
+            vec![reserves, rest]
+        } else {
+            vec![batch]
+        };
+        for part in parts {
             if !part.is_empty() {
+                let (n, started) = (part.len(), std::time::Instant::now());
                 self.run_part(part).await;
+                tracing::debug!(
+                    ops = n,
+                    micros = started.elapsed().as_micros() as u64,
+                    "ledger batch"
+                );
             }
         }
     }
@@ -274,7 +294,8 @@ impl Writer {
                     answer(op, Err(e.to_string()));
                 }
             }
-            Err(_) => {
+            Err(e) => {
+                tracing::warn!(error = %e, ops = ops.len(), "ledger batch failed; applying its operations one by one");
                 for op in ops {
                     let one = [op];
                     let result = self.apply(&one).await;
@@ -394,7 +415,7 @@ impl Writer {
         if !holds.is_empty() {
             let sql = format!(
                 "INSERT INTO credit_entries (kind, ref, account_id, amount, state, created_at, updated_at) VALUES {}",
-                rows(holds.len(), 4, 2, |r| format!(
+                rows(holds.len(), 3, 2, |r| format!(
                     "('charge', ${}, ${}, ${}, 'held', $1, $1)",
                     r,
                     r + 1,

@@ -99,9 +99,7 @@ impl Db {
                 std::fs::create_dir_all(&parent)
                     .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             }
-            // The writer never checkpoints (its commits never wait for one); a task checkpoints the
-            // WAL from a reader connection every second instead.
-            let opts = |writer: bool| {
+            let opts = || {
                 AnyPoolOptions::new()
                     .acquire_timeout(Duration::from_secs(30))
                     .after_connect(move |conn, _| {
@@ -109,41 +107,16 @@ impl Db {
                             conn.execute("PRAGMA busy_timeout = 10000").await?;
                             conn.execute(pragma).await?;
                             conn.execute("PRAGMA foreign_keys = ON").await?;
-                            if writer {
-                                conn.execute("PRAGMA wal_autocheckpoint = 0").await?;
-                            }
                             Ok(())
                         })
                     })
             };
-            let write = opts(true)
-                .max_connections(1)
-                .connect(url)
-                .await
-                .map_err(fail)?;
+            let write = opts().max_connections(1).connect(url).await.map_err(fail)?;
             sqlx::query("PRAGMA journal_mode = WAL")
                 .execute(&write)
                 .await
                 .map_err(fail)?;
-            let read = opts(false)
-                .max_connections(4)
-                .connect(url)
-                .await
-                .map_err(fail)?;
-            let checkpoints = read.clone();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(Duration::from_secs(1));
-                while !checkpoints.is_closed() {
-                    tick.tick().await;
-                    if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-                        .execute(&checkpoints)
-                        .await
-                        && !checkpoints.is_closed()
-                    {
-                        tracing::warn!(error = %e, "WAL checkpoint failed");
-                    }
-                }
-            });
+            let read = opts().max_connections(4).connect(url).await.map_err(fail)?;
             Db {
                 backend: Backend::Sqlite,
                 write,
