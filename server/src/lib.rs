@@ -73,7 +73,8 @@ impl AppState {
         let state = self.clone();
         tokio::spawn(async move {
             let expiry = state.config.limits.hold_expiry_seconds as i64;
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+            let every = (expiry as u64 / 2).clamp(1, 10);
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(every));
             loop {
                 tick.tick().await;
                 match state.release_stale_holds(db::now() - expiry).await {

@@ -21,6 +21,7 @@ on_both_databases!(
     overspend_race,
     failure_race,
     crash_under_load,
+    expired_hold_is_released,
     rate_limit_burst,
     in_flight_limit,
     call_log_survives_shutdown,
@@ -324,6 +325,35 @@ async fn crash_under_load(b: Backend) {
     let (st, body) = env.search(&key).await;
     assert_eq!(st, 200, "{body}");
     env.finish(&[&key]).await;
+}
+
+async fn expired_hold_is_released(b: Backend) {
+    // A call that outlives the hold expiry: the janitor gives the credit back, and the call, which
+    // then succeeds, is free.
+    let opts = Options {
+        limits: "hold_expiry_seconds = 1\n".into(),
+        ..Options::default()
+    };
+    let Some(env) = Env::start(b, opts).await else {
+        return;
+    };
+    let (session, key) = env.account_with_key("slow@example.com").await;
+    env.up.reset();
+    env.up
+        .route(crate::accounts_support::search_fixture().delay(Duration::from_secs(4)));
+    let (st, body) = env.search(&key).await;
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(
+        (
+            body["credits_used"].as_i64(),
+            body["credits_remaining"].as_i64()
+        ),
+        (Some(0), Some(50)),
+        "{body}"
+    );
+    assert_eq!(env.balance(&key).await, 50);
+    assert_eq!(env.charged().await, 0);
+    env.finish(&[&key, &session]).await;
 }
 
 async fn rate_limit_burst(b: Backend) {
