@@ -92,7 +92,8 @@ async fn call(
     };
     let _in_flight = match state.accounts.limits.enter(&key.id) {
         Ok(g) => g,
-        Err(secs) => return refuse(rate_limited(secs)).await,
+        // Not recorded: a key flooding the service must not flood the call log too.
+        Err(secs) => return rate_limited(secs).into_response(),
     };
     let request = match endpoint.parse(&query) {
         Ok(r) => r,
