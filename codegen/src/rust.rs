@@ -460,6 +460,7 @@ pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStre
     let descs: Vec<&str> = api.errors.iter().map(|e| e.description.as_str()).collect();
 
     let mut inputs = Vec::new();
+    let mut by_name = Vec::new();
     let mut routes = Vec::new();
     let mut route_list = Vec::new();
     for op in &api.operations {
@@ -478,6 +479,10 @@ pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStre
             }
             OpKind::Account { auth, handler, .. } => {
                 let input = format_ident!("{}", op_struct_name(op));
+                let ident_str = op.ident.as_str();
+                by_name.push(quote! {
+                    #ident_str => Some((inputs::#input::EXAMPLE, |raw| inputs::#input::extract(raw).map(drop)))
+                });
                 let all: Vec<ParamSpec> = op
                     .path_params
                     .iter()
@@ -592,6 +597,16 @@ pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStre
             use adapters::api::grammar;
             use adapters::request::{Params, DateBound, RepoRef, IssueRef};
             #(#inputs)*
+        }
+
+        /// Type-checks a raw input as the operation named `operation_id` would (its working example and
+        /// the verdict of its generated `extract`), for tests and tools; `None` for a platform
+        /// endpoint or an unknown name.
+        pub fn operation_input(operation_id: &str) -> Option<(&'static str, fn(&crate::http::RawInput) -> Result<(), adapters::request::Violations>)> {
+            match operation_id {
+                #(#by_name,)*
+                _ => None,
+            }
         }
 
         /// Every route of the catalogue as (method, path), in catalogue order.

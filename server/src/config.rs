@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Address `serve` listens on; `--listen` overrides it.
@@ -13,6 +13,19 @@ pub struct Config {
     /// Public base URL of this deployment, used to build dashboard and pay links.
     pub public_url: String,
     pub limits: Limits,
+    /// Database URL (`sqlite://...` or `postgres://...`); the `DATABASE_URL` environment variable wins.
+    pub database_url: Option<String>,
+    /// SQLite durability: `normal` (default; commits survive a crash of the service, see
+    /// docs/decisions.md) or `full` (every commit reaches the disk before it returns).
+    pub sqlite_synchronous: String,
+    /// Server secret keying the sign-in code hashes; when absent one is made once and kept in the database.
+    pub secret: Option<String>,
+    /// The operator's key for the admin routes (`x-owner-key`); without it the admin routes answer 401.
+    pub owner_key: Option<String>,
+    /// SMTP relay for sign-in e-mail; without it codes go to the development outbox.
+    pub smtp: Option<Smtp>,
+    pub mail: Mail,
+    pub signin: Signin,
     /// Upstream sources: base URLs, credentials, enablement and chain order.
     pub sources: adapters::sources::SourcesConfig,
 }
@@ -22,6 +35,124 @@ pub struct Config {
 pub struct Limits {
     /// Largest accepted JSON body; larger ones get 413 PAYLOAD_TOO_LARGE.
     pub body_max_bytes: usize,
+    /// Sustained requests per second per key (spec section 8: 5).
+    pub rate_per_second: f64,
+    /// Requests a key may send at once before the rate applies (spec: 10).
+    pub burst: u32,
+    /// Platform calls of one key in flight at once (spec: 10).
+    pub in_flight: u32,
+    /// A held reservation older than this is released by the janitor (a crashed or stuck call).
+    pub hold_expiry_seconds: u64,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Smtp {
+    pub host: String,
+    #[serde(default = "default_smtp_port")]
+    pub port: u16,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// `From:` of sign-in e-mail.
+    pub from: String,
+    /// `none` (plain, for a local relay), `starttls` or `tls`.
+    #[serde(default = "default_smtp_tls")]
+    pub tls: String,
+}
+
+fn default_smtp_port() -> u16 {
+    587
+}
+
+fn default_smtp_tls() -> String {
+    "starttls".into()
+}
+
+impl std::fmt::Debug for Smtp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Smtp")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("from", &self.from)
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Mail {
+    /// Development outbox used when no `[smtp]` is configured: each message is appended here (and logged).
+    pub outbox_path: String,
+}
+
+impl Default for Mail {
+    fn default() -> Self {
+        Mail {
+            outbox_path: "data/outbox.log".into(),
+        }
+    }
+}
+
+/// Sign-in rules (docs/decisions.md explains each value).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Signin {
+    pub code_ttl_seconds: i64,
+    pub max_wrong_guesses: i64,
+    /// Least time between two codes for one address.
+    pub cooldown_seconds: i64,
+    pub codes_per_address_per_day: i64,
+    pub codes_per_client_per_day: i64,
+    pub links_per_account_per_day: i64,
+    /// Lifetime of a one-time dashboard link.
+    pub link_ttl_seconds: i64,
+    /// Lifetime of a session signed in with an e-mailed code.
+    pub session_ttl_seconds: i64,
+    /// Lifetime of a session opened by browser-link.
+    pub link_session_ttl_seconds: i64,
+    /// Credits of a new account.
+    pub signup_credits: i64,
+}
+
+impl Default for Signin {
+    fn default() -> Self {
+        Signin {
+            code_ttl_seconds: 600,
+            max_wrong_guesses: 5,
+            cooldown_seconds: 60,
+            codes_per_address_per_day: 10,
+            codes_per_client_per_day: 50,
+            links_per_account_per_day: 20,
+            link_ttl_seconds: 900,
+            session_ttl_seconds: 7 * 24 * 3600,
+            link_session_ttl_seconds: 24 * 3600,
+            signup_credits: 50,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("public_url", &self.public_url)
+            .field("limits", &self.limits)
+            .field(
+                "database_url",
+                &self.database_url.as_deref().map(crate::db::redacted),
+            )
+            .field("sqlite_synchronous", &self.sqlite_synchronous)
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .field("owner_key", &self.owner_key.as_ref().map(|_| "<redacted>"))
+            .field("smtp", &self.smtp)
+            .field("mail", &self.mail)
+            .field("signin", &self.signin)
+            .field("sources", &self.sources)
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -30,6 +161,13 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             public_url: "http://127.0.0.1:8080".into(),
             limits: Limits::default(),
+            database_url: None,
+            sqlite_synchronous: "normal".into(),
+            secret: None,
+            owner_key: None,
+            smtp: None,
+            mail: Mail::default(),
+            signin: Signin::default(),
             sources: Default::default(),
         }
     }
@@ -39,6 +177,10 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             body_max_bytes: 16 * 1024,
+            rate_per_second: 5.0,
+            burst: 10,
+            in_flight: 10,
+            hold_expiry_seconds: 120,
         }
     }
 }

@@ -20,6 +20,8 @@ pub struct RequestContext {
     pub request_id: String,
     /// The path called, as the error envelope's `endpoint`.
     pub endpoint: String,
+    /// The client's address (the TCP peer), for the per-client daily caps.
+    pub client: String,
 }
 
 tokio::task_local! {
@@ -31,14 +33,25 @@ pub fn current() -> Option<RequestContext> {
     CONTEXT.try_with(Clone::clone).ok()
 }
 
-/// `req-` and 24 hex digits (96 random bits).
+/// Runs `f` inside a request context (for work spawned off the request's task).
+pub fn in_context<F: Future>(ctx: RequestContext, f: F) -> impl Future<Output = F::Output> {
+    CONTEXT.scope(ctx, f)
+}
+
+/// `req-` and 24 hex digits: 48 bits of milliseconds since 1970, then 48 random bits. Ids made later
+/// sort later, so the ledger and the call log, keyed by request id, grow at the end of their indexes.
 pub fn new_request_id() -> String {
-    let mut bytes = [0u8; 12];
-    // The OS generator does not fail on Linux once booted; a zero id is still unique enough to log.
-    let _ = getrandom::fill(&mut bytes);
+    let mut random = [0u8; 6];
+    // The OS generator does not fail on Linux once booted; a zero part is still unique enough to log.
+    let _ = getrandom::fill(&mut random);
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
     let mut id = String::with_capacity(28);
     id.push_str("req-");
-    for b in bytes {
+    id.push_str(&format!("{:012x}", millis & 0xffff_ffff_ffff));
+    for b in random {
         id.push_str(&format!("{b:02x}"));
     }
     id
@@ -50,6 +63,11 @@ pub async fn request_context(req: Request, next: Next) -> Response {
     let ctx = RequestContext {
         request_id: new_request_id(),
         endpoint: req.uri().path().to_string(),
+        client: req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip().to_string())
+            .unwrap_or_else(|| "unknown".into()),
     };
     let id = ctx.request_id.clone();
     let mut res = CONTEXT.scope(ctx, next.run(req)).await;

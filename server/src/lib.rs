@@ -1,9 +1,11 @@
 //! The socialsearch runtime: the generated routes of the catalogue, wired to authentication,
 //! credits, sources and the account operations.
 
+pub mod accounts;
 pub mod auth;
 pub mod billing;
 pub mod config;
+pub mod db;
 pub mod error;
 pub mod http;
 pub mod ops;
@@ -29,6 +31,7 @@ pub struct AppState(Arc<Inner>);
 pub struct Inner {
     pub config: Config,
     pub sources: adapters::sources::Sources,
+    pub accounts: accounts::Accounts,
 }
 
 impl std::ops::Deref for AppState {
@@ -39,9 +42,48 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(config: Config) -> Result<Self, String> {
+    /// Connects to the database in force (`DATABASE_URL`, else the configuration, else the default).
+    pub async fn start(config: Config) -> Result<Self, String> {
+        let url = db::resolve_url(config.database_url.as_deref());
+        let db = db::Db::connect_with(&url, &config.sqlite_synchronous).await?;
+        AppState::with_db(config, db).await
+    }
+
+    pub async fn with_db(config: Config, db: db::Db) -> Result<Self, String> {
         let sources = adapters::sources::Sources::new(&config.sources)?;
-        Ok(AppState(Arc::new(Inner { config, sources })))
+        let accounts = accounts::Accounts::start(&config, db).await?;
+        Ok(AppState(Arc::new(Inner {
+            config,
+            sources,
+            accounts,
+        })))
+    }
+
+    /// Releases holds left by a crash (every hold older than `cutoff`), then keeps releasing holds
+    /// older than the configured expiry every few seconds.
+    pub async fn release_stale_holds(&self, cutoff: i64) -> Result<usize, String> {
+        self.accounts
+            .ledger
+            .release_stale(&self.accounts.db, cutoff)
+            .await
+            .map_err(|e| format!("releasing stale holds: {e}"))
+    }
+
+    pub fn spawn_janitor(&self) {
+        let state = self.clone();
+        tokio::spawn(async move {
+            let expiry = state.config.limits.hold_expiry_seconds as i64;
+            let every = (expiry as u64 / 2).clamp(1, 10);
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(every));
+            loop {
+                tick.tick().await;
+                match state.release_stale_holds(db::now() - expiry).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::warn!("released {n} expired credit holds"),
+                    Err(e) => tracing::error!("{e}"),
+                }
+            }
+        });
     }
 
     /// The body of GET /v1/status.

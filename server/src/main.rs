@@ -35,11 +35,50 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Operator commands on the database (the same DATABASE_URL as `serve`).
+    Admin {
+        /// TOML configuration file (also SOCIALSEARCH_CONFIG).
+        #[arg(long, global = true)]
+        config: Option<PathBuf>,
+        #[command(subcommand)]
+        command: Admin,
+    },
     /// Print the OpenAPI document to stdout.
     Openapi {
         /// `3.1` (default) or `3.0`.
         #[arg(long, default_value = "3.1", value_parser = ["3.1", "3.0"])]
         version: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum Admin {
+    /// Create an account (no-op if it exists); prints it as JSON.
+    CreateAccount {
+        #[arg(long)]
+        email: String,
+        /// Credits of the new account (default: the sign-up credits, 50).
+        #[arg(long)]
+        credits: Option<i64>,
+    },
+    /// Add credits to an account (a `grant` ledger row); prints the new balance as JSON.
+    Grant {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        credits: i64,
+    },
+    /// Create an API key (and the account if needed); prints only the key, once.
+    CreateKey {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Print an account as JSON: balance and keys by prefix.
+    Account {
+        #[arg(long)]
+        email: String,
     },
 }
 
@@ -67,6 +106,31 @@ fn main() -> ExitCode {
                 Err(e) => {
                     eprintln!("error: {e}");
                     ExitCode::from(2)
+                }
+            }
+        }
+        Command::Admin { config, command } => {
+            let config = match Config::load(config.as_deref()) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            match runtime
+                .map_err(|e| e.to_string())
+                .and_then(|rt| rt.block_on(admin(config, command)))
+            {
+                Ok(out) => {
+                    println!("{out}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
                 }
             }
         }
@@ -116,12 +180,81 @@ async fn serve(mut config: Config, listen: Option<SocketAddr>) -> Result<(), Str
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let app = server::app(AppState::new(config)?);
+    let state = AppState::start(config).await?;
+    let released = state.release_stale_holds(server::db::now() + 1).await?;
+    if released > 0 {
+        tracing::warn!("released {released} credit holds left by an earlier run");
+    }
+    state.spawn_janitor();
+    tracing::info!("sign-in e-mail: {}", state.accounts.mailer.describe());
+    let app = server::app(state.clone());
     tracing::info!("socialsearch listening on http://{addr}");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown())
-        .await
-        .map_err(|e| e.to_string())
+    let served = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown())
+    .await
+    .map_err(|e| e.to_string());
+    // Every answered call is already committed; this writes the remaining call log.
+    state.accounts.ledger.shutdown().await;
+    state.accounts.db.close().await;
+    served
+}
+
+async fn admin(config: Config, command: Admin) -> Result<String, String> {
+    let state = AppState::start(config).await?;
+    let a = &state.accounts;
+    let fail = |e: server::error::ApiError| e.message;
+    let out = match command {
+        Admin::CreateAccount { email, credits } => {
+            let credits = credits.unwrap_or(state.config.signin.signup_credits);
+            let (_, created) = a.ensure_account(&email, credits).await.map_err(fail)?;
+            let mut view = a
+                .admin_view(&email)
+                .await
+                .map_err(fail)?
+                .unwrap_or_default();
+            view["created"] = created.into();
+            serde_json::to_string_pretty(&view).unwrap_or_default()
+        }
+        Admin::Grant { email, credits } => {
+            if credits <= 0 {
+                return Err("--credits must be a positive number".into());
+            }
+            let (id, _) = a
+                .account_by_email(&email)
+                .await
+                .map_err(fail)?
+                .ok_or_else(|| format!("no account for {email}"))?;
+            let reference = server::accounts::secrets::new_id("admin:");
+            let balance = a
+                .grant(&id, credits, "grant", &reference)
+                .await
+                .map_err(fail)?;
+            serde_json::json!({ "ok": true, "email": email, "granted": credits, "balance": balance }).to_string()
+        }
+        Admin::CreateKey { email, name } => {
+            let (id, _) = a
+                .ensure_account(&email, state.config.signin.signup_credits)
+                .await
+                .map_err(fail)?;
+            server::accounts::admin_create_key(&a.db, &id, name.as_deref())
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        Admin::Account { email } => {
+            let view = a
+                .admin_view(&email)
+                .await
+                .map_err(fail)?
+                .ok_or_else(|| format!("no account for {email}"))?;
+            serde_json::to_string_pretty(&view).unwrap_or_default()
+        }
+    };
+    a.ledger.shutdown().await;
+    a.db.close().await;
+    Ok(out)
 }
 
 async fn shutdown() {

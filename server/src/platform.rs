@@ -4,28 +4,150 @@
 use adapters::api::{EndpointId, Request};
 use adapters::item::Page;
 use adapters::request::{Location, Violation, Violations};
-use adapters::sources::CallError;
+use adapters::sources::{CallError, Sources};
 use axum::Json;
 use axum::extract::Request as HttpRequest;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::AppState;
+use crate::accounts::ledger::{CallRecord, Reservation};
 use crate::error::{ApiError, ErrorCode};
 
-pub async fn serve(_state: AppState, endpoint: EndpointId, req: HttpRequest) -> Response {
+/// One platform call, in the order of checks of the spec: key present (401 MISSING_API_KEY), key valid
+/// (403 INVALID_API_KEY), the key's rate and calls in flight (429), parameters (422), credits reserved
+/// (402), sources, then the reservation settled (success) or released (any failure).
+///
+/// The work runs in a task of its own, so a client that hangs up cannot leave a reservation held.
+pub async fn serve(state: AppState, endpoint: EndpointId, req: HttpRequest) -> Response {
+    let Some(ctx) = crate::http::current() else {
+        return ApiError::internal().into_response();
+    };
+    let key_header = req
+        .headers()
+        .get("x-api-key")
+        .map(|v| v.to_str().unwrap_or("").trim().to_string());
+    let query = req.uri().query().unwrap_or("").to_string();
+    drop(req);
+    let task = tokio::spawn(crate::http::in_context(
+        ctx.clone(),
+        call(state, endpoint, key_header, query, ctx.request_id.clone()),
+    ));
+    match task.await {
+        Ok(res) => res,
+        Err(_) => {
+            crate::http::in_context(ctx, async { ApiError::internal().into_response() }).await
+        }
+    }
+}
+
+/// 429 RATE_LIMITED with `Retry-After`.
+pub fn rate_limited(retry_after: u64) -> ApiError {
+    let mut e = ApiError::new(
+        ErrorCode::RateLimited,
+        "over the per-key rate limit or the number of calls in flight; nothing was charged",
+    )
+    .with_fix(format!("retry in {retry_after} seconds"));
+    e.retry_after = Some(retry_after);
+    e
+}
+
+async fn call(
+    state: AppState,
+    endpoint: EndpointId,
+    key_header: Option<String>,
+    query: String,
+    request_id: String,
+) -> Response {
     let meta = endpoint.meta();
-    match endpoint.parse(req.uri().query().unwrap_or("")) {
-        Err(violations) => ApiError::validation(violations, meta.example).into_response(),
-        // Platform calls need an API key; until keys exist on this deployment, none can be served.
-        Ok(_request) => ApiError::not_configured("API keys are not configured on this deployment")
-            .into_response(),
+    let Some(raw) = key_header.filter(|k| !k.is_empty()) else {
+        return ApiError::new(ErrorCode::MissingApiKey, "this endpoint needs an API key in the x-api-key header")
+            .with_fix("create a key in the dashboard (sign in with POST /v1/auth/request-code) and send it as x-api-key")
+            .into_response();
+    };
+    let key = match state.accounts.key(&raw).await {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            return ApiError::new(
+                ErrorCode::InvalidApiKey,
+                "the API key is unknown, rotated away or revoked",
+            )
+            .into_response();
+        }
+        Err(e) => return e.into_response(),
+    };
+    let ledger = &state.accounts.ledger;
+    let record = |status: u16, credits: i64| CallRecord {
+        request_id: request_id.clone(),
+        account_id: key.account_id.clone(),
+        key_id: key.id.clone(),
+        key_prefix: key.prefix.clone(),
+        endpoint: meta.path.to_string(),
+        status,
+        credits,
+    };
+    let refuse = |e: ApiError| async {
+        ledger.log(record(e.code.status(), 0)).await;
+        e.into_response()
+    };
+    let _in_flight = match state.accounts.limits.enter(&key.id) {
+        Ok(g) => g,
+        // Not recorded: a key flooding the service must not flood the call log too.
+        Err(secs) => return rate_limited(secs).into_response(),
+    };
+    let request = match endpoint.parse(&query) {
+        Ok(r) => r,
+        Err(violations) => return refuse(ApiError::validation(violations, meta.example)).await,
+    };
+    let price = i64::from(meta.credits);
+    let remaining = match ledger.reserve(&key.account_id, &request_id, price).await {
+        Ok(Reservation::Held { remaining }) => remaining,
+        Ok(Reservation::Insufficient { balance }) => {
+            let mut e = ApiError::new(
+                ErrorCode::NoCredits,
+                format!("this call costs {price} credits and the balance is {balance}; nothing was charged"),
+            )
+            .with_fix(
+                "top up: POST /v1/checkout with {\"plan\": \"starter\"} and open the pay_url, or POST /v1/auth/browser-link \
+                 for a dashboard link; the same key works as soon as the credits land",
+            );
+            e.credits_remaining = Some(balance);
+            return refuse(e).await;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "reservation failed");
+            return ApiError::internal().into_response();
+        }
+    };
+    match fetch(&state.sources, &request).await {
+        Ok(page) => match ledger.settle(record(200, price)).await {
+            Ok(true) => success(meta.platform, page, price as u32, remaining, &request_id),
+            Ok(false) => {
+                // The hold expired and was released before the call ended: the call is free.
+                let balance = state
+                    .accounts
+                    .balance(&key.account_id)
+                    .await
+                    .unwrap_or(remaining);
+                success(meta.platform, page, 0, balance, &request_id)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "settlement failed; the hold is released by the janitor");
+                ApiError::internal().into_response()
+            }
+        },
+        Err(err) => {
+            if let Err(e) = ledger.release(record(err.code.status(), 0)).await {
+                tracing::error!(error = %e, "release failed; the hold is released by the janitor");
+            }
+            err.into_response()
+        }
     }
 }
 
 /// The sources part of a call, with failures mapped to the API's error codes.
-pub async fn fetch(state: &AppState, request: &Request) -> Result<Page, ApiError> {
-    state.sources.call(request).await.map_err(|e| match e {
+pub async fn fetch(sources: &Sources, request: &Request) -> Result<Page, ApiError> {
+    sources.call(request).await.map_err(|e| match e {
         CallError::NotConfigured(why) => ApiError::not_configured(why),
         CallError::AllSourcesFailed(why) => ApiError::new(
             ErrorCode::AllSourcesFailed,
@@ -91,11 +213,11 @@ mod tests {
             .sources
             .host_overrides
             .insert("evil.test".into(), vec!["127.0.0.1".parse().unwrap()]);
-        let state = AppState::new(config).expect("state");
+        let sources = Sources::new(&config.sources).expect("sources");
         let request = EndpointId::FediverseTag
             .parse("query=rust&instance=evil.test")
             .expect("valid by the grammar");
-        let err = fetch(&state, &request).await.expect_err("refused");
+        let err = fetch(&sources, &request).await.expect_err("refused");
         assert_eq!(err.code, ErrorCode::ValidationError);
         assert_eq!(err.violations[0].parameter, "instance");
     }

@@ -2,7 +2,8 @@
 //! small HTTP helpers that check what every response must carry.
 //!
 //! - [`server`] is one binary shared by every test of the process, started on first use and stopped
-//!   when the process exits. Use it unless a test needs its own configuration.
+//!   when the process exits, with an API key of its own ([`Server::key`]) and per-key limits high
+//!   enough for sweeps over every endpoint. Use it unless a test needs its own configuration.
 //! - [`Server::start`] starts a private binary with a TOML configuration; it stops on drop.
 //! - [`Server::get`], [`Server::send`] (reqwest) and [`Server::raw`] (bytes on a socket, for requests
 //!   a client library would refuse or fix up) all return a [`Reply`] whose envelope basics (the
@@ -24,6 +25,8 @@ const BINARY: &str = env!("CARGO_BIN_EXE_socialsearch");
 /// A running `socialsearch serve`.
 pub struct Server {
     child: Mutex<Child>,
+    /// An API key of this server's database; sent by [`Server::get`] and [`Server::raw`].
+    key: String,
     pub addr: SocketAddr,
     /// Everything the server logged so far (kept so a failing test can show it).
     logs: Arc<Mutex<Vec<String>>>,
@@ -35,8 +38,19 @@ impl Server {
     /// and waits until it logs its address.
     pub fn start(config: Option<&str>) -> Server {
         static N: AtomicUsize = AtomicUsize::new(0);
+        // A database and working directory of its own (the dev outbox is written under it).
+        let dir = std::env::temp_dir().join(format!(
+            "socialsearch-e2e-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("create the test directory");
+        let database_url = format!("sqlite://{}/e2e.db?mode=rwc", dir.display());
+        let key = create_key(&dir, &database_url);
         let mut cmd = Command::new(BINARY);
         cmd.args(["serve", "--listen", "127.0.0.1:0"])
+            .current_dir(&dir)
+            .env("DATABASE_URL", &database_url)
             .env_remove("SOCIALSEARCH_CONFIG")
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
@@ -88,6 +102,7 @@ impl Server {
         };
         Server {
             child: Mutex::new(child),
+            key,
             addr,
             logs,
             client: client(),
@@ -106,9 +121,18 @@ impl Server {
         &self.client
     }
 
-    /// GET `path_and_query`, sent exactly as written.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// GET `path_and_query`, sent exactly as written, with the server's API key.
     pub async fn get(&self, path_and_query: &str) -> Reply {
-        self.send(self.client.get(self.url(path_and_query))).await
+        self.send(
+            self.client
+                .get(self.url(path_and_query))
+                .header("x-api-key", &self.key),
+        )
+        .await
     }
 
     /// Sends a request built on [`Server::client`].
@@ -130,6 +154,9 @@ impl Server {
         let split = find(request, b"\r\n\r\n").expect("a request head ends with an empty line");
         let mut bytes = request[..split].to_vec();
         bytes.extend_from_slice(b"\r\nConnection: close");
+        if find(&request[..split].to_ascii_lowercase(), b"\r\nx-api-key:").is_none() {
+            bytes.extend_from_slice(format!("\r\nx-api-key: {}", self.key).as_bytes());
+        }
         bytes.extend_from_slice(&request[split..]);
         // The server may answer (and close) before reading a refused body; that is fine.
         let _ = stream.write_all(&bytes);
@@ -159,12 +186,56 @@ pub fn server() -> &'static Server {
         }
     }
     SHARED.get_or_init(|| {
-        let s = Server::start(None);
+        // Sweeps send hundreds of calls with one key: lift the per-key limits for this server.
+        // Every source is disabled, so a valid call ends at 501 NOT_CONFIGURED and no test
+        // request ever leaves this machine.
+        let mut config = String::from(
+            "[limits]\nrate_per_second = 1000000.0\nburst = 1000000\nin_flight = 100000\n",
+        );
+        for id in source_ids() {
+            config.push_str(&format!("[sources.source.\"{id}\"]\nenabled = false\n"));
+        }
+        let s = Server::start(Some(&config));
         PID.store(s.child.lock().unwrap().id() as i32, Ordering::SeqCst);
         // SAFETY: registers a function without captures; it only reads an atomic and calls kill.
         unsafe { libc::atexit(stop_shared) };
         s
     })
+}
+
+/// The ids of every source, from `socialsearch sources`.
+fn source_ids() -> Vec<String> {
+    let out = Command::new(BINARY)
+        .arg("sources")
+        .env_remove("SOCIALSEARCH_CONFIG")
+        .output()
+        .expect("run socialsearch sources");
+    let list: Value = serde_json::from_slice(&out.stdout).expect("sources prints JSON");
+    list.as_array()
+        .expect("a JSON array")
+        .iter()
+        .filter_map(|s| s["id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Creates an account and a key with `socialsearch admin create-key` (which prints only the key).
+fn create_key(dir: &std::path::Path, database_url: &str) -> String {
+    let out = Command::new(BINARY)
+        .args(["admin", "create-key", "--email", "e2e@example.com"])
+        .current_dir(dir)
+        .env("DATABASE_URL", database_url)
+        .env_remove("SOCIALSEARCH_CONFIG")
+        .output()
+        .expect("run socialsearch admin create-key");
+    assert!(
+        out.status.success(),
+        "admin create-key failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("UTF-8 key")
+        .trim()
+        .to_string()
 }
 
 /// A reqwest client for plain-HTTP loopback tests. Installs the ring TLS provider once, which

@@ -88,7 +88,7 @@ fn value_limits_follow_the_spec() {
 async fn a_valid_query_passes_validation() {
     let s = server();
     for e in &ENDPOINTS {
-        // No source is configured yet, so passing validation ends at 501 NOT_CONFIGURED.
+        // The shared server has every source disabled, so passing validation ends at 501.
         s.get(&url(e, &valid_pairs(e)))
             .await
             .assert_error(501, "NOT_CONFIGURED");

@@ -302,10 +302,6 @@ impl Sources {
     pub async fn call(&self, request: &Request) -> Result<Page, CallError> {
         let endpoint = request.endpoint();
         let meta = endpoint.meta();
-        let resume = match request.cursor() {
-            Some(c) => Some(cursor::decode(c).ok_or(CallError::BadCursor)?),
-            None => None,
-        };
         if let Some((parameter, message)) = crate::platforms::refusal(request) {
             return Err(CallError::Refused { parameter, message });
         }
@@ -316,6 +312,11 @@ impl Sources {
                 meta.path
             )));
         }
+        // Checked after the chain: a deployment without a source says so before judging a cursor.
+        let resume = match request.cursor() {
+            Some(c) => Some(cursor::decode(c).ok_or(CallError::BadCursor)?),
+            None => None,
+        };
         // A follow-up page goes to the source that made the cursor, and only to it: another
         // source cannot read its cursor.
         if let Some((source_id, _)) = &resume {

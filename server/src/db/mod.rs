@@ -1,0 +1,244 @@
+//! The database: one schema on SQLite (default, a file under `./data/`) or PostgreSQL, chosen by the URL.
+//!
+//! Both back ends go through sqlx's `Any` driver with runtime queries and `$N` placeholders, which both
+//! understand, so every statement is written once. Writes and reads use two pools: on SQLite the write
+//! pool has exactly one connection, so write transactions never contend (the `BEGIN IMMEDIATE`
+//! guarantee without its busy loops) while WAL readers run beside it; on PostgreSQL both are the same pool.
+
+use std::path::Path;
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Executor};
+
+/// The default database: a SQLite file under `./data/`, created on first start.
+pub const DEFAULT_URL: &str = "sqlite://data/socialsearch.db?mode=rwc";
+
+/// The migrations, applied in order and recorded in `schema_migrations`.
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/0001_accounts.sql"))];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Clone)]
+pub struct Db {
+    pub backend: Backend,
+    /// Every write transaction: one connection on SQLite.
+    pub write: AnyPool,
+    /// Reads.
+    pub read: AnyPool,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("backend", &self.backend)
+            .finish()
+    }
+}
+
+pub type DbResult<T> = Result<T, sqlx::Error>;
+
+/// Unix seconds now.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// The database URL in force: `DATABASE_URL` wins over the configuration, then the default.
+pub fn resolve_url(configured: Option<&str>) -> String {
+    std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .or_else(|| configured.map(str::to_string))
+        .unwrap_or_else(|| DEFAULT_URL.to_string())
+}
+
+/// The URL without a password, for messages.
+pub fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            let user = creds.split(':').next().unwrap_or("");
+            format!("{}{}@{}", &url[..s + 3], user, &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+impl Db {
+    /// Connects with the default SQLite `synchronous` mode (NORMAL); see `connect_with`.
+    pub async fn connect(url: &str) -> Result<Db, String> {
+        Db::connect_with(url, "normal").await
+    }
+
+    /// Connects, creating the SQLite file's directory if needed, and applies the migrations.
+    /// `sqlite_synchronous` is `normal` (a commit survives a crash of the process; an OS crash or power
+    /// loss can lose the last commits) or `full` (every commit is on disk before it returns).
+    pub async fn connect_with(url: &str, sqlite_synchronous: &str) -> Result<Db, String> {
+        let pragma: &'static str = match sqlite_synchronous {
+            "normal" => "PRAGMA synchronous = NORMAL",
+            "full" => "PRAGMA synchronous = FULL",
+            other => {
+                return Err(format!(
+                    "sqlite_synchronous must be normal or full, not {other}"
+                ));
+            }
+        };
+        install_default_drivers();
+        let fail = |e: sqlx::Error| format!("database {}: {e}", redacted(url));
+        let db = if url.starts_with("sqlite:") {
+            if let Some(parent) = sqlite_path(url).and_then(|p| p.parent().map(Path::to_path_buf))
+                && !parent.as_os_str().is_empty()
+            {
+                std::fs::create_dir_all(&parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            let opts = || {
+                AnyPoolOptions::new()
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(move |conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA busy_timeout = 10000").await?;
+                            conn.execute(pragma).await?;
+                            conn.execute("PRAGMA foreign_keys = ON").await?;
+                            Ok(())
+                        })
+                    })
+            };
+            let write = opts().max_connections(1).connect(url).await.map_err(fail)?;
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&write)
+                .await
+                .map_err(fail)?;
+            let read = opts().max_connections(4).connect(url).await.map_err(fail)?;
+            Db {
+                backend: Backend::Sqlite,
+                write,
+                read,
+            }
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let pool = AnyPoolOptions::new()
+                .max_connections(16)
+                .acquire_timeout(Duration::from_secs(30))
+                .connect(url)
+                .await
+                .map_err(fail)?;
+            Db {
+                backend: Backend::Postgres,
+                write: pool.clone(),
+                read: pool,
+            }
+        } else {
+            return Err(format!(
+                "DATABASE_URL must start with sqlite: or postgres:, not {}",
+                redacted(url)
+            ));
+        };
+        db.migrate().await.map_err(fail)?;
+        Ok(db)
+    }
+
+    async fn migrate(&self) -> DbResult<()> {
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+        )
+        .execute(&self.write)
+        .await?;
+        for (version, sql) in MIGRATIONS {
+            let mut tx = self.write.begin().await?;
+            let done: Option<(i64,)> =
+                sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
+                    .bind(*version)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if done.is_some() {
+                continue;
+            }
+            for statement in statements(sql) {
+                sqlx::query(sqlx::AssertSqlSafe(statement))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            sqlx::query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)")
+                .bind(*version)
+                .bind(now())
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        self.write.close().await;
+        self.read.close().await;
+    }
+}
+
+/// The statements of a migration file: comments dropped, split on `;` at the end of a line.
+fn statements(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for line in sql.lines() {
+        let line = line.split("--").next().unwrap_or("").trim_end();
+        if line.trim().is_empty() {
+            continue;
+        }
+        cur.push_str(line);
+        cur.push('\n');
+        if line.ends_with(';') {
+            out.push(cur.trim().trim_end_matches(';').to_string());
+            cur.clear();
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// The file of a `sqlite:` URL, if it names one.
+fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or("");
+    if path.is_empty() || path == ":memory:" {
+        return None;
+    }
+    Some(path.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_statements_and_drops_comments() {
+        let s =
+            statements("-- a; comment\nCREATE TABLE a (x BIGINT);\n\nCREATE INDEX i ON a (x);\n");
+        assert_eq!(
+            s,
+            vec!["CREATE TABLE a (x BIGINT)", "CREATE INDEX i ON a (x)"]
+        );
+    }
+
+    #[test]
+    fn finds_the_sqlite_file_and_redacts_passwords() {
+        assert_eq!(
+            sqlite_path(DEFAULT_URL),
+            Some("data/socialsearch.db".into())
+        );
+        assert_eq!(sqlite_path("sqlite::memory:"), None);
+        assert_eq!(
+            redacted("postgres://u:secret@h:5432/db"),
+            "postgres://u@h:5432/db"
+        );
+    }
+}
