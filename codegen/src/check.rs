@@ -582,6 +582,10 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
         });
     }
 
+    for (name, schema) in &cat.schemas {
+        check_schema(&mut d, &format!("schema `{name}`"), "", schema);
+    }
+
     for required in ["Item", "SuccessEnvelope"] {
         if !cat.schemas.contains_key(required) {
             d.at(
@@ -605,6 +609,86 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
         })
     } else {
         Err(d.0)
+    }
+}
+
+/// JSON Schema keywords the catalogue's response schemas may use. A key outside this list is
+/// almost always a YAML slip (an unquoted comma in a flow mapping splits a description into a
+/// stray key), so it fails the build instead of reaching the document.
+const SCHEMA_KEYWORDS: &[&str] = &[
+    "$ref",
+    "type",
+    "description",
+    "title",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "default",
+    "examples",
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+fn check_schema(d: &mut Diags, place: &str, at: &str, schema: &Value) {
+    let Some(obj) = schema.as_object() else {
+        if !schema.is_boolean() {
+            d.at(
+                place,
+                if at.is_empty() { "schema" } else { at },
+                "a schema must be an object or a boolean",
+            );
+        }
+        return;
+    };
+    for (key, value) in obj {
+        let here = if at.is_empty() {
+            key.clone()
+        } else {
+            format!("{at}.{key}")
+        };
+        if !SCHEMA_KEYWORDS.contains(&key.as_str()) {
+            d.at(
+                place,
+                &here,
+                format_args!("`{key}` is not a JSON Schema keyword (an unquoted comma in YAML?)"),
+            );
+            continue;
+        }
+        match key.as_str() {
+            "properties" => {
+                for (prop, sub) in value.as_object().into_iter().flatten() {
+                    check_schema(d, place, &format!("{here}.{prop}"), sub);
+                }
+            }
+            "items" | "not" | "additionalProperties" => check_schema(d, place, &here, value),
+            "allOf" | "anyOf" | "oneOf" => {
+                for (i, sub) in value.as_array().into_iter().flatten().enumerate() {
+                    check_schema(d, place, &format!("{here}[{i}]"), sub);
+                }
+            }
+            _ => {}
+        }
     }
 }
 

@@ -240,3 +240,20 @@ fn repeated_parameter_key() {
         &["/v1/demo/search", "params", "`flag` is declared twice"],
     );
 }
+
+#[test]
+fn stray_key_in_a_response_schema() {
+    // `description: a, b` in a YAML flow mapping splits into a stray key `b`.
+    let p = problems(&broken(
+        "properties: { ok: { const: true } }",
+        "properties: { ok: { const: true, description: yes, really } }",
+    ));
+    assert_problem(
+        &p,
+        &[
+            "schema `Pong`",
+            "properties.ok.really",
+            "not a JSON Schema keyword",
+        ],
+    );
+}
