@@ -10,7 +10,8 @@ use serde::Deserialize;
 pub struct Config {
     /// Address `serve` listens on; `--listen` overrides it.
     pub listen: SocketAddr,
-    /// Public base URL of this deployment, used to build dashboard and pay links.
+    /// Public base URL of this deployment, used to build dashboard and pay links. Empty (the
+    /// default): `http://` and the address `serve` actually listens on.
     pub public_url: String,
     pub limits: Limits,
     /// Database URL (`sqlite://...` or `postgres://...`); the `DATABASE_URL` environment variable wins.
@@ -159,7 +160,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            public_url: "http://127.0.0.1:8080".into(),
+            public_url: String::new(),
             limits: Limits::default(),
             database_url: None,
             sqlite_synchronous: "normal".into(),

@@ -180,6 +180,9 @@ async fn serve(mut config: Config, listen: Option<SocketAddr>) -> Result<(), Str
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    if config.public_url.is_empty() {
+        config.public_url = format!("http://{addr}");
+    }
     let state = AppState::start(config).await?;
     let released = state.release_stale_holds(server::db::now() + 1).await?;
     if released > 0 {
