@@ -338,9 +338,19 @@ impl Env {
     ) -> Option<Env> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let db = TestDb::new(backend).await?;
+        // Without sources of its own, a test gets techforum.algolia on the upstream and nothing
+        // else, so no call can leave this machine.
+        let mut extra = opts.extra.clone();
+        if !extra.contains("[sources]") {
+            extra.push('\n');
+            extra.push_str(&only_sources(
+                "",
+                &[at("techforum.algolia", upstream_base.clone())],
+            ));
+        }
         let config = format!(
             "public_url = \"http://dashboard.test\"\nowner_key = \"{OWNER_KEY}\"\n{}\n[mail]\noutbox_path = \"{}\"\n[limits]\n{}\n[signin]\n{}\n",
-            opts.extra,
+            extra,
             db.dir.join("outbox.log").display(),
             opts.limits,
             opts.signin,
