@@ -271,6 +271,53 @@ pub struct Env {
     pub http: reqwest::Client,
 }
 
+/// One `[sources.source."<id>"]` table: a source pointed at the fake upstream.
+pub struct SourceAt {
+    id: String,
+    lines: Vec<String>,
+}
+
+/// The source `id` pointed at `base_url` (usually `up.url("/prefix")`).
+pub fn at(id: &str, base_url: String) -> SourceAt {
+    SourceAt {
+        id: id.into(),
+        lines: vec![format!("base_url = \"{base_url}\"")],
+    }
+}
+
+impl SourceAt {
+    /// Another line of TOML for this source's table (`credential = "..."`, `instance_port = 1234`).
+    pub fn with(mut self, line: &str) -> Self {
+        self.lines.push(line.into());
+        self
+    }
+}
+
+/// `Options::extra` that enables only the named sources, each pointed at the fake upstream, and
+/// disables every other one, so no request can leave this machine. `top` is TOML for the
+/// `[sources]` table itself (`allow_private_hosts = false`, `[sources.host_overrides]` ...).
+pub fn only_sources(top: &str, tables: &[SourceAt]) -> String {
+    let ids: Vec<&str> = adapters::sources::all()
+        .iter()
+        .map(|s| s.meta().id)
+        .collect();
+    let mut toml = format!("[sources]\n{top}\n");
+    for t in tables {
+        assert!(ids.contains(&t.id.as_str()), "no source {}", t.id);
+        toml.push_str(&format!(
+            "[sources.source.\"{}\"]\n{}\n",
+            t.id,
+            t.lines.join("\n")
+        ));
+    }
+    for id in ids {
+        if !tables.iter().any(|t| t.id == id) {
+            toml.push_str(&format!("[sources.source.\"{id}\"]\nenabled = false\n"));
+        }
+    }
+    toml
+}
+
 pub fn search_fixture() -> Route {
     Route::get("/api/v1/search").file("techforum/algolia/search_story.json")
 }
@@ -291,9 +338,19 @@ impl Env {
     ) -> Option<Env> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let db = TestDb::new(backend).await?;
+        // Without sources of its own, a test gets techforum.algolia on the upstream and nothing
+        // else, so no call can leave this machine.
+        let mut extra = opts.extra.clone();
+        if !extra.contains("[sources]") {
+            extra.push('\n');
+            extra.push_str(&only_sources(
+                "",
+                &[at("techforum.algolia", upstream_base.clone())],
+            ));
+        }
         let config = format!(
             "public_url = \"http://dashboard.test\"\nowner_key = \"{OWNER_KEY}\"\n{}\n[mail]\noutbox_path = \"{}\"\n[limits]\n{}\n[signin]\n{}\n",
-            opts.extra,
+            extra,
             db.dir.join("outbox.log").display(),
             opts.limits,
             opts.signin,

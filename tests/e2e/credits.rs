@@ -1,8 +1,8 @@
 //! Credits on the call path: charge on success only, 402, races, a crash under load, per-key limits,
 //! and sign-in e-mail through a real SMTP listener. On SQLite and on PostgreSQL.
 //!
-//! Every techforum endpoint costs 1 credit, and no 2-credit endpoint has a source yet, so the races use
-//! 1-credit calls: 50 credits over 10 keys and 100 calls means exactly 50 succeed.
+//! The overspend race uses a 2-credit call (GET /v1/forum/community, served by forum.reddit_json from
+//! the fake upstream): 50 credits over 10 keys and 100 calls means exactly 25 succeed.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,7 +11,9 @@ use futures_like::join_all;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::accounts_support::{Backend, Env, Options, admin, error_type};
+use adapters::api::EndpointId;
+
+use crate::accounts_support::{Backend, Env, Options, admin, at, error_type, only_sources};
 use crate::fake_upstream::{FakeUpstream, Route, fixtures_dir};
 use crate::on_both_databases;
 
@@ -140,9 +142,18 @@ async fn no_credits_then_top_up(b: Backend) {
 }
 
 async fn overspend_race(b: Backend) {
-    let Some(env) = Env::start(b, Options::default()).await else {
+    let up = FakeUpstream::start().await;
+    up.route(Route::get("/rd/r/rust/about.json").file("forum/reddit_json/about_rust.json"));
+    let opts = Options {
+        extra: only_sources("", &[at("forum.reddit_json", up.url("/rd"))]),
+        ..Options::default()
+    };
+    let Some(env) = Env::start_with(b, opts, up.url("/api/v1"), up).await else {
         return;
     };
+    let endpoint = EndpointId::ForumCommunity;
+    let price = i64::from(endpoint.meta().credits);
+    assert_eq!(price, 2, "the race needs a 2-credit endpoint");
     let session = env.sign_in("race@example.com").await;
     let mut keys = Vec::new();
     for i in 0..10 {
@@ -151,7 +162,7 @@ async fn overspend_race(b: Backend) {
     let calls: Vec<_> = (0..100)
         .map(|i| {
             let http = env.http.clone();
-            let url = env.url("/v1/techforum/search?query=x");
+            let url = env.url(&format!("{}?community=rust", endpoint.meta().path));
             let key = keys[i % 10].clone();
             async move {
                 let res = http
@@ -171,8 +182,8 @@ async fn overspend_race(b: Backend) {
         .filter(|(s, b)| *s == 402 && error_type(b) == "NO_CREDITS")
         .count();
     assert_eq!(
-        (ok, broke),
-        (50, 50),
+        (ok as i64, broke as i64),
+        (50 / price, 100 - 50 / price),
         "{:?}",
         results.iter().map(|r| r.0).collect::<Vec<_>>()
     );
@@ -180,6 +191,22 @@ async fn overspend_race(b: Backend) {
         results
             .iter()
             .all(|(_, b)| b["credits_remaining"].as_i64().unwrap_or(-1) >= 0)
+    );
+    for (s, body) in &results {
+        if *s == 200 {
+            assert_eq!(body["credits_used"].as_i64(), Some(price), "{body}");
+        } else {
+            assert!(
+                body["credits_remaining"].is_i64(),
+                "a 402 carries the balance: {body}"
+            );
+            assert_eq!(body["credits_used"], 0, "{body}");
+        }
+    }
+    assert_eq!(
+        env.up.seen().len(),
+        ok,
+        "only the calls that held credits reached the upstream"
     );
     assert_eq!(env.stored_balance("race@example.com").await, 0);
     assert_eq!(env.charged().await, 50);

@@ -12,4 +12,5 @@ mod accounts_support;
 mod bodies;
 mod credits;
 mod routes;
+mod sources;
 mod validation;
