@@ -314,6 +314,9 @@ impl Writer {
 
     async fn apply(&mut self, ops: &[Op]) -> DbResult<Vec<Outcome>> {
         let at = now();
+        // The batch statements have as many shapes as batch sizes. SQLite keeps the few common ones
+        // prepared on its connection (a least-recently-used cache); PostgreSQL parses each.
+        let cache = self.db.backend == Backend::Sqlite;
         let mut tx = self.db.write.begin().await?;
         let only_reserves = ops.iter().all(|op| matches!(op, Op::Reserve { .. }));
         if only_reserves && self.db.backend == Backend::Postgres {
@@ -358,7 +361,7 @@ impl Writer {
                  WHERE id IN ({ids}) AND balance >= (CASE id {cases} END) RETURNING id, balance"
             );
             let mut q =
-                sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql)).persistent(false);
+                sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql)).persistent(cache);
             for (account, total, _) in &groups {
                 q = q.bind(*account).bind(*total);
             }
@@ -423,7 +426,7 @@ impl Writer {
                 ))
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
+                .persistent(cache)
                 .bind(at);
             for (r, a, amount) in &holds {
                 q = q.bind(*r).bind(*a).bind(*amount);
@@ -450,7 +453,7 @@ impl Writer {
                     .join(", ")
             );
             let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
+                .persistent(cache)
                 .bind(at);
             for r in &settle_refs {
                 q = q.bind(*r);
@@ -512,7 +515,7 @@ impl Writer {
                 ))
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
+                .persistent(cache)
                 .bind(at);
             for c in &calls {
                 q = q
@@ -548,7 +551,7 @@ impl Writer {
                     .join(", ")
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
+                .persistent(cache)
                 .bind(at);
             for k in &used {
                 q = q.bind(*k);
