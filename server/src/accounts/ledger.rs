@@ -11,8 +11,11 @@
 //!
 //! So at every commit the balance of an account equals the sum of its ledger amounts.
 //!
-//! A caller is answered only after the transaction holding its operation has committed, so no call
-//! is answered before its charge is committed. Calls of one account always go to the same writer, so
+//! A settlement or release is answered only after the transaction holding it has committed, so no
+//! call is answered before its charge is committed. A reservation the writer's own count of the
+//! balance covers is answered at once, its hold written with the writer's next transaction, at the
+//! latest the one of the call's settlement (see `Writer::balances`); other reservations are answered
+//! after their commit. Calls of one account always go to the same writer, so
 //! writers never wait on each other's rows. Each batch is at most two transactions (reservations, then
 //! everything else) whose statements cover many calls at once: the hold rows, the settlements, the
 //! call log and the keys' last use are one statement each per batch.
