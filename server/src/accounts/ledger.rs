@@ -11,8 +11,11 @@
 //!
 //! So at every commit the balance of an account equals the sum of its ledger amounts.
 //!
-//! A caller is answered only after the transaction holding its operation has committed, so no call
-//! is answered before its charge is committed. Calls of one account always go to the same writer, so
+//! A settlement or release is answered only after the transaction holding it has committed, so no
+//! call is answered before its charge is committed. A reservation the writer's own count of the
+//! balance covers is answered at once, its hold written with the writer's next transaction, at the
+//! latest the one of the call's settlement (see `Writer::balances`); other reservations are answered
+//! after their commit. Calls of one account always go to the same writer, so
 //! writers never wait on each other's rows. Each batch is at most two transactions (reservations, then
 //! everything else) whose statements cover many calls at once: the hold rows, the settlements, the
 //! call log and the keys' last use are one statement each per batch.
@@ -217,9 +220,26 @@ async fn writer(db: Db, mut rx: mpsc::Receiver<Op>) {
     let mut w = Writer {
         db,
         last_used: HashMap::new(),
+        balances: HashMap::new(),
+        pending: Vec::new(),
     };
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = rx.recv().await {
+    loop {
+        let first = if w.pending.is_empty() {
+            rx.recv().await
+        } else {
+            match tokio::time::timeout(FLUSH_HOLDS_AFTER, rx.recv()).await {
+                Ok(op) => op,
+                Err(_) => {
+                    w.run(Vec::new()).await;
+                    continue;
+                }
+            }
+        };
+        let Some(first) = first else {
+            w.run(Vec::new()).await;
+            return;
+        };
         batch.push(first);
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
@@ -231,7 +251,10 @@ async fn writer(db: Db, mut rx: mpsc::Receiver<Op>) {
             .iter()
             .position(|op| matches!(op, Op::Stop { .. }))
             .map(|i| batch.split_off(i));
-        w.run(std::mem::take(&mut batch)).await;
+        let ops: Vec<Op> = batch.drain(..).filter_map(|op| w.hold(op)).collect();
+        if !ops.is_empty() || stop.is_some() {
+            w.run(ops).await;
+        }
         if let Some(mut rest) = stop {
             if let Op::Stop { reply } = rest.remove(0) {
                 let _ = reply.send(());
@@ -244,13 +267,70 @@ async fn writer(db: Db, mut rx: mpsc::Receiver<Op>) {
 /// `last_used_at` of a key is written at most once a minute.
 const LAST_USED_EVERY: i64 = 60;
 
+/// Holds taken in memory reach the database at the latest this long after, when no other operation
+/// carries them there first.
+const FLUSH_HOLDS_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// A hold taken in memory (`Writer::hold`), written with the next transaction.
+struct PendingHold {
+    account_id: String,
+    request_id: String,
+    price: i64,
+}
+
 struct Writer {
     db: Db,
     /// When this writer last wrote each key's `last_used_at`.
     last_used: HashMap<String, i64>,
+    /// For the accounts of this writer whose balance it has seen: that balance as last committed by
+    /// this writer, minus the holds in `pending`. Only this writer takes credits from a balance (grants
+    /// and top-ups only add), so the true balance is never below it: a hold it allows can always be
+    /// written. Entries are refreshed from the database by every transaction touching the account.
+    balances: HashMap<String, i64>,
+    /// Holds answered from `balances` and not yet written. They are written, each with its balance
+    /// decrement, in the next transaction this writer commits, which is before or with the
+    /// settlement or release of the same call (that call's next operation, on this writer). A call is
+    /// answered only after its settlement commits, so a crash that loses pending holds loses only
+    /// calls that were never answered; nothing was charged for them and nothing stays held.
+    pending: Vec<PendingHold>,
 }
 
 impl Writer {
+    /// Answers a reservation at once when the account's known balance covers it (the hold is then
+    /// pending, see `pending`); hands back every other operation, for the database.
+    fn hold(&mut self, op: Op) -> Option<Op> {
+        let Op::Reserve {
+            account_id,
+            request_id,
+            price,
+            reply,
+        } = op
+        else {
+            return Some(op);
+        };
+        match self.balances.get_mut(&account_id) {
+            Some(balance) if *balance >= price && price >= 0 && self.pending.len() < MAX_BATCH => {
+                *balance -= price;
+                let remaining = *balance;
+                self.pending.push(PendingHold {
+                    account_id,
+                    request_id,
+                    price,
+                });
+                let _ = reply.send(Ok(Reservation::Held { remaining }));
+                None
+            }
+            // Unknown balance, or too low by this writer's count (a grant may have raised it since):
+            // the database decides, as for every reservation before.
+            _ => Some(Op::Reserve {
+                account_id,
+                request_id,
+                price,
+                reply,
+            }),
+        }
+    }
+
     /// On PostgreSQL, reservations first, in a transaction of their own, answered at its commit; then
     /// settlements, releases and the call log in a second one. The first commits asynchronously
     /// (`synchronous_commit = off`): a reservation lost in a crash holds nothing, and the second,
@@ -266,10 +346,20 @@ impl Writer {
         } else {
             vec![batch]
         };
-        for part in parts {
-            if !part.is_empty() {
-                let (n, started) = (part.len(), std::time::Instant::now());
-                self.run_part(part).await;
+        // Pending holds go with the first transaction, before anything else reads or writes their
+        // balances (and before the settlements and releases that need them). The balances the
+        // transactions leave are then the whole truth for `balances`: no hold is taken meanwhile.
+        let mut pending = std::mem::take(&mut self.pending);
+        let last = parts.len() - 1;
+        for (i, part) in parts.into_iter().enumerate() {
+            let pending = if !part.is_empty() || i == last {
+                std::mem::take(&mut pending)
+            } else {
+                Vec::new()
+            };
+            if !part.is_empty() || !pending.is_empty() {
+                let (n, started) = (part.len() + pending.len(), std::time::Instant::now());
+                self.run_part(part, pending).await;
                 tracing::debug!(
                     ops = n,
                     micros = started.elapsed().as_micros() as u64,
@@ -281,8 +371,22 @@ impl Writer {
 
     /// Applies operations in one transaction and answers each after the commit. If the transaction
     /// fails, each operation is retried alone, so one bad operation fails only itself.
-    async fn run_part(&mut self, ops: Vec<Op>) {
-        match self.apply(&ops).await {
+    ///
+    /// Pending holds are written first. Should that transaction fail they are dropped (the calls'
+    /// settlements then find nothing held, and the calls are free) and every known balance is
+    /// forgotten, so the next reservations go to the database again.
+    async fn run_part(&mut self, ops: Vec<Op>, pending: Vec<PendingHold>) {
+        let result = self.apply(&ops, &pending).await;
+        if result.is_err() {
+            self.balances.clear();
+            if !pending.is_empty() {
+                tracing::error!(
+                    holds = pending.len(),
+                    "pending holds not written; their calls will not be charged"
+                );
+            }
+        }
+        match result {
             Ok(outcomes) => {
                 for (op, outcome) in ops.into_iter().zip(outcomes) {
                     answer(op, Ok(outcome));
@@ -298,7 +402,7 @@ impl Writer {
                 tracing::warn!(error = %e, ops = ops.len(), "ledger batch failed; applying its operations one by one");
                 for op in ops {
                     let one = [op];
-                    let result = self.apply(&one).await;
+                    let result = self.apply(&one, &[]).await;
                     let [op] = one;
                     match result {
                         Ok(mut o) => answer(op, Ok(o.remove(0))),
@@ -312,8 +416,11 @@ impl Writer {
         }
     }
 
-    async fn apply(&mut self, ops: &[Op]) -> DbResult<Vec<Outcome>> {
+    async fn apply(&mut self, ops: &[Op], pending: &[PendingHold]) -> DbResult<Vec<Outcome>> {
         let at = now();
+        // The batch statements have as many shapes as batch sizes. SQLite keeps the few common ones
+        // prepared on its connection (a least-recently-used cache); PostgreSQL parses each.
+        let cache = self.db.backend == Backend::Sqlite;
         let mut tx = self.db.write.begin().await?;
         let only_reserves = ops.iter().all(|op| matches!(op, Op::Reserve { .. }));
         if only_reserves && self.db.backend == Backend::Postgres {
@@ -322,6 +429,36 @@ impl Writer {
                 .await?;
         }
         let mut outcomes: Vec<Option<Outcome>> = ops.iter().map(|_| None).collect();
+        // Balances this transaction leaves, for `balances` once it commits.
+        let mut seen: HashMap<String, i64> = HashMap::new();
+        let mut holds: Vec<(&str, &str, i64)> = Vec::new();
+
+        // Pending holds: one guarded decrement per account for all of its holds, which the database
+        // still checks (`balance >= total`): were the count of `balances` ever wrong, the holds of that
+        // account are dropped (their calls are free) rather than the balance going below zero.
+        if !pending.is_empty() {
+            let mut totals: Vec<(&str, i64)> = Vec::new();
+            for h in pending {
+                match totals.iter_mut().find(|(a, _)| *a == h.account_id) {
+                    Some((_, t)) => *t += h.price,
+                    None => totals.push((h.account_id.as_str(), h.price)),
+                }
+            }
+            let paid = take_groups(&mut tx, &totals, cache).await?;
+            for h in pending {
+                if paid.contains_key(&h.account_id) {
+                    holds.push((&h.request_id, &h.account_id, -h.price));
+                } else {
+                    tracing::error!(account = %h.account_id, "a pending hold exceeded the balance; dropped");
+                }
+            }
+            for (account, _) in &totals {
+                if !paid.contains_key(*account) {
+                    self.balances.remove(*account);
+                }
+            }
+            seen.extend(paid);
+        }
 
         // Reservations. The batch's reservations are grouped by account; one statement takes from every
         // account that can pay for all of its group (`balance >= group total`, checked per row, so the
@@ -342,28 +479,9 @@ impl Writer {
                 groups[g].2.push(i);
             }
         }
-        let mut holds: Vec<(&str, &str, i64)> = Vec::new();
-        let mut paid: HashMap<String, i64> = HashMap::new();
-        if !groups.is_empty() {
-            let cases: String = (0..groups.len())
-                .map(|g| format!("WHEN ${} THEN ${}", 2 * g + 1, 2 * g + 2))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let ids: String = (0..groups.len())
-                .map(|g| format!("${}", 2 * g + 1))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sql = format!(
-                "UPDATE accounts SET balance = balance - (CASE id {cases} END) \
-                 WHERE id IN ({ids}) AND balance >= (CASE id {cases} END) RETURNING id, balance"
-            );
-            let mut q =
-                sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql)).persistent(false);
-            for (account, total, _) in &groups {
-                q = q.bind(*account).bind(*total);
-            }
-            paid = q.fetch_all(&mut *tx).await?.into_iter().collect();
-        }
+        let totals: Vec<(&str, i64)> = groups.iter().map(|(a, t, _)| (*a, *t)).collect();
+        let paid = take_groups(&mut tx, &totals, cache).await?;
+        seen.extend(paid.iter().map(|(a, b)| (a.clone(), *b)));
         for (account, total, members) in &groups {
             if let Some(after) = paid.get(*account) {
                 let mut balance = after + total;
@@ -397,6 +515,7 @@ impl Writer {
                 outcomes[i] = Some(Outcome::Reserved(match held {
                     Some((remaining,)) => {
                         holds.push((request_id, account, -*price));
+                        seen.insert(account.to_string(), remaining);
                         Reservation::Held { remaining }
                     }
                     None => {
@@ -405,6 +524,9 @@ impl Writer {
                                 .bind(*account)
                                 .fetch_optional(&mut *tx)
                                 .await?;
+                        if let Some((b,)) = balance {
+                            seen.insert(account.to_string(), b);
+                        }
                         Reservation::Insufficient {
                             balance: balance.map(|b| b.0).unwrap_or(0),
                         }
@@ -423,7 +545,7 @@ impl Writer {
                 ))
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
+                .persistent(cache)
                 .bind(at);
             for (r, a, amount) in &holds {
                 q = q.bind(*r).bind(*a).bind(*amount);
@@ -450,7 +572,7 @@ impl Writer {
                     .join(", ")
             );
             let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
+                .persistent(cache)
                 .bind(at);
             for r in &settle_refs {
                 q = q.bind(*r);
@@ -479,7 +601,9 @@ impl Writer {
                 Op::Release {
                     request_id, record, ..
                 } => {
-                    release(&mut tx, request_id, at).await?;
+                    if let Some((account, balance)) = release(&mut tx, request_id, at).await? {
+                        seen.insert(account, balance);
+                    }
                     if let Some(record) = record {
                         let mut record = record.clone();
                         record.credits = 0;
@@ -512,7 +636,7 @@ impl Writer {
                 ))
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
+                .persistent(cache)
                 .bind(at);
             for c in &calls {
                 q = q
@@ -548,7 +672,7 @@ impl Writer {
                     .join(", ")
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
+                .persistent(cache)
                 .bind(at);
             for k in &used {
                 q = q.bind(*k);
@@ -556,6 +680,10 @@ impl Writer {
             q.execute(&mut *tx).await?;
         }
         tx.commit().await?;
+        if self.balances.len() > 100_000 {
+            self.balances.clear();
+        }
+        self.balances.extend(seen);
         if self.last_used.len() > 100_000 {
             self.last_used.clear();
         }
@@ -577,7 +705,41 @@ fn rows(n: usize, width: usize, first: usize, row: impl Fn(usize) -> String) -> 
         .join(", ")
 }
 
-async fn release(tx: &mut Transaction<'static, Any>, request_id: &str, at: i64) -> DbResult<()> {
+/// Takes `total` from each account's balance where the balance covers it, in one statement; answers the
+/// balances after, of the accounts that paid.
+async fn take_groups(
+    tx: &mut Transaction<'static, Any>,
+    groups: &[(&str, i64)],
+    cache: bool,
+) -> DbResult<HashMap<String, i64>> {
+    if groups.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let cases: String = (0..groups.len())
+        .map(|g| format!("WHEN ${} THEN ${}", 2 * g + 1, 2 * g + 2))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let ids: String = (0..groups.len())
+        .map(|g| format!("${}", 2 * g + 1))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "UPDATE accounts SET balance = balance - (CASE id {cases} END) \
+         WHERE id IN ({ids}) AND balance >= (CASE id {cases} END) RETURNING id, balance"
+    );
+    let mut q = sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql)).persistent(cache);
+    for (account, total) in groups {
+        q = q.bind(*account).bind(*total);
+    }
+    Ok(q.fetch_all(&mut **tx).await?.into_iter().collect())
+}
+
+/// Releases a hold if still held; answers the account and its balance after the refund.
+async fn release(
+    tx: &mut Transaction<'static, Any>,
+    request_id: &str,
+    at: i64,
+) -> DbResult<Option<(String, i64)>> {
     let released: Option<(String, i64)> = sqlx::query_as(
         "UPDATE credit_entries SET state = 'released', updated_at = $1 \
          WHERE kind = 'charge' AND ref = $2 AND state = 'held' RETURNING account_id, amount",
@@ -586,12 +748,17 @@ async fn release(tx: &mut Transaction<'static, Any>, request_id: &str, at: i64) 
     .bind(request_id)
     .fetch_optional(&mut **tx)
     .await?;
-    if let Some((account_id, amount)) = released {
-        sqlx::query("UPDATE accounts SET balance = balance + $1 WHERE id = $2")
-            .bind(-amount)
-            .bind(account_id.as_str())
-            .execute(&mut **tx)
-            .await?;
+    let Some((account_id, amount)) = released else {
+        return Ok(None);
+    };
+    let (balance,): (i64,) = sqlx::query_as(
+        "UPDATE accounts SET balance = balance + $1 WHERE id = $2 RETURNING balance",
+    )
+    .bind(-amount)
+    .bind(account_id.as_str())
+    .fetch_one(&mut **tx)
+    .await?;
+    {
         sqlx::query(
             "INSERT INTO credit_entries (kind, ref, account_id, amount, state, created_at, updated_at) \
              VALUES ('refund', $1, $2, $3, 'done', $4, $4)",
@@ -603,7 +770,7 @@ async fn release(tx: &mut Transaction<'static, Any>, request_id: &str, at: i64) 
         .execute(&mut **tx)
         .await?;
     }
-    Ok(())
+    Ok(Some((account_id, balance)))
 }
 
 fn answer(op: Op, outcome: Result<Outcome, String>) {

@@ -30,6 +30,8 @@ pub struct Db {
     pub write: AnyPool,
     /// Reads.
     pub read: AnyPool,
+    /// The WAL checkpoints, on SQLite.
+    checkpoints: Option<AnyPool>,
 }
 
 impl std::fmt::Debug for Db {
@@ -107,20 +109,34 @@ impl Db {
                             conn.execute("PRAGMA busy_timeout = 10000").await?;
                             conn.execute(pragma).await?;
                             conn.execute("PRAGMA foreign_keys = ON").await?;
+                            // No connection checkpoints on commit: a checkpoint copies the WAL into the
+                            // database file and syncs both, which stalled the ledger writer for
+                            // milliseconds several times a second. `checkpointer` does it beside it.
+                            conn.execute("PRAGMA wal_autocheckpoint = 0").await?;
                             Ok(())
                         })
                     })
             };
-            let write = opts().max_connections(1).connect(url).await.map_err(fail)?;
+            // The local file needs no liveness test before each use (a round trip to the
+            // connection's thread, on every ledger batch).
+            let write = opts()
+                .max_connections(1)
+                .test_before_acquire(false)
+                .connect(url)
+                .await
+                .map_err(fail)?;
             sqlx::query("PRAGMA journal_mode = WAL")
                 .execute(&write)
                 .await
                 .map_err(fail)?;
             let read = opts().max_connections(4).connect(url).await.map_err(fail)?;
+            let checkpoints = opts().max_connections(1).connect(url).await.map_err(fail)?;
+            tokio::spawn(checkpointer(checkpoints.clone()));
             Db {
                 backend: Backend::Sqlite,
                 write,
                 read,
+                checkpoints: Some(checkpoints),
             }
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let pool = AnyPoolOptions::new()
@@ -133,6 +149,7 @@ impl Db {
                 backend: Backend::Postgres,
                 write: pool.clone(),
                 read: pool,
+                checkpoints: None,
             }
         } else {
             return Err(format!(
@@ -176,8 +193,37 @@ impl Db {
     }
 
     pub async fn close(&self) {
+        if let Some(c) = &self.checkpoints {
+            c.close().await;
+        }
         self.write.close().await;
         self.read.close().await;
+    }
+}
+
+/// How often the WAL is checkpointed into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+
+/// Checkpoints the SQLite WAL on a connection of its own, so that no commit waits for one (connections
+/// run with `wal_autocheckpoint = 0`). PASSIVE: it copies what it can without blocking readers or the
+/// writer, and the writer starts the WAL over once everything is copied. Checkpoints do not change what
+/// a commit guarantees: a commit is durable per `synchronous` when it returns, whether or not it has
+/// been copied yet. Ends when the pool is closed; the last connection to close checkpoints the rest.
+async fn checkpointer(pool: AnyPool) {
+    loop {
+        tokio::time::sleep(CHECKPOINT_EVERY).await;
+        if pool.is_closed() {
+            return;
+        }
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&pool)
+            .await
+        {
+            if pool.is_closed() || matches!(e, sqlx::Error::PoolClosed) {
+                return;
+            }
+            tracing::warn!(error = %e, "WAL checkpoint failed");
+        }
     }
 }
 
