@@ -389,6 +389,10 @@ pub fn typed_requests(api: &Api) -> TokenStream {
         .filter(|(op, _)| op.params.iter().any(|p| p.name == "cursor" && !p.required))
         .map(|(_, v)| quote!(Request::#v(r) => r.cursor.as_deref(),))
         .collect();
+    let api_version = &api.info.version;
+    let n_platforms = api.platforms.len();
+    let platform_names = api.platforms.iter().map(|(p, _)| p.as_str());
+    let platform_kinds = api.platforms.iter().map(|(_, k)| k.as_str());
     let indices = 0..variants.len();
     let count = variants.len();
 
@@ -398,6 +402,12 @@ pub fn typed_requests(api: &Api) -> TokenStream {
         #grammar_mod
         #enums
         #(#modules)*
+
+        /// `info.version` of the catalogue (the API version the document declares).
+        pub const API_VERSION: &str = #api_version;
+
+        /// Every platform of the catalogue as (path segment, kind of platform), in catalogue order.
+        pub static PLATFORMS: [(&str, &str); #n_platforms] = [#((#platform_names, #platform_kinds)),*];
 
         /// Every platform endpoint of the catalogue.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

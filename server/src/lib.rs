@@ -89,57 +89,27 @@ impl AppState {
     /// The body of GET /v1/status.
     pub fn status(&self) -> Value {
         let endpoints = &adapters::api::ENDPOINTS;
-        let mut platforms = Vec::new();
-        let mut seen: Vec<&str> = Vec::new();
-        for meta in endpoints.iter() {
-            if seen.contains(&meta.platform) {
-                continue;
-            }
-            seen.push(meta.platform);
-            let count = endpoints
-                .iter()
-                .filter(|m| m.platform == meta.platform)
-                .count();
-            platforms.push(json!({
-                "platform": meta.platform,
-                "kind": platform_kind(meta.platform),
-                "endpoints": count,
-                "status": self.sources.platform_status(meta.platform),
-                "sources": self.sources.source_states(meta.platform),
-            }));
-        }
+        let platforms: Vec<Value> = adapters::api::PLATFORMS
+            .iter()
+            .map(|(platform, kind)| {
+                json!({
+                    "platform": platform,
+                    "kind": kind,
+                    "endpoints": endpoints.iter().filter(|m| m.platform == *platform).count(),
+                    "status": self.sources.platform_status(platform),
+                    "sources": self.sources.source_states(platform),
+                })
+            })
+            .collect();
         let all_ok = platforms.iter().all(|p| p["status"] == "ok");
         json!({
             "ok": true,
             "status": if all_ok { "ok" } else { "degraded" },
-            "version": api_version(),
+            "version": adapters::api::API_VERSION,
             "endpoint_count": endpoints.len(),
             "platforms": platforms,
         })
     }
-}
-
-fn openapi_info() -> &'static Value {
-    static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    DOC.get_or_init(|| serde_json::from_str(api::OPENAPI_JSON).unwrap_or(Value::Null))
-}
-
-/// `info.version` of the generated document.
-pub fn api_version() -> String {
-    openapi_info()["info"]["version"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// The catalogue's description of a platform kind (from the document's tags).
-pub fn platform_kind(platform: &str) -> String {
-    openapi_info()["tags"]
-        .as_array()
-        .and_then(|tags| tags.iter().find(|t| t["name"] == platform))
-        .and_then(|t| t["description"].as_str())
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// The whole application: catalogue routes, fallbacks, panic catching and the request context.

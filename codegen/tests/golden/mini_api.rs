@@ -169,6 +169,10 @@ pub mod demo {
         }
     }
 }
+/// `info.version` of the catalogue (the API version the document declares).
+pub const API_VERSION: &str = "0.0.1";
+/// Every platform of the catalogue as (path segment, kind of platform), in catalogue order.
+pub static PLATFORMS: [(&str, &str); 1usize] = [("demo", "a demo platform")];
 /// Every platform endpoint of the catalogue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EndpointId {

@@ -19,7 +19,7 @@ use crate::api::microblog::SearchSort;
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
-use crate::upstream::{Ctx, dates, json, status_error};
+use crate::upstream::{Ctx, dates, found, json, status_error};
 
 pub struct XApi;
 
@@ -67,11 +67,7 @@ impl Source for XApi {
                 }
                 Request::MicroblogProfile(r) => {
                     let user = user_by_name(ctx, &r.handle, PROFILE_FIELDS).await?;
-                    Ok(Page {
-                        items: vec![user_item(&user).ok_or(SourceError::NotFound)?],
-                        total: Some(1),
-                        next_cursor: None,
-                    })
+                    found(user_item(&user))
                 }
                 Request::MicroblogProfilePosts(r) => user_posts(ctx, &r.handle, r.replies).await,
                 Request::MicroblogPost(r) => {
