@@ -73,6 +73,10 @@ enum Op {
     Log {
         record: CallRecord,
     },
+    /// Answered once every operation sent before it to this writer is committed.
+    Flush {
+        reply: oneshot::Sender<()>,
+    },
     Stop {
         reply: oneshot::Sender<()>,
     },
@@ -191,6 +195,15 @@ impl Ledger {
         let _ = self.send(&account, Op::Log { record }).await;
     }
 
+    /// Waits until every operation sent for `account_id` before this call is committed (pending holds
+    /// and call records included), so a read that follows sees the caller's own calls.
+    pub async fn flush(&self, account_id: &str) {
+        let (reply, rx) = oneshot::channel();
+        if self.send(account_id, Op::Flush { reply }).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+
     /// Waits until every operation sent before this call is committed, then stops the writers.
     pub async fn shutdown(&self) {
         for w in &self.writers {
@@ -251,9 +264,22 @@ async fn writer(db: Db, mut rx: mpsc::Receiver<Op>) {
             .iter()
             .position(|op| matches!(op, Op::Stop { .. }))
             .map(|i| batch.split_off(i));
-        let ops: Vec<Op> = batch.drain(..).filter_map(|op| w.hold(op)).collect();
-        if !ops.is_empty() || stop.is_some() {
+        let mut flushed = Vec::new();
+        let ops: Vec<Op> = batch
+            .drain(..)
+            .filter_map(|op| match op {
+                Op::Flush { reply } => {
+                    flushed.push(reply);
+                    None
+                }
+                op => w.hold(op),
+            })
+            .collect();
+        if !ops.is_empty() || stop.is_some() || !flushed.is_empty() {
             w.run(ops).await;
+        }
+        for reply in flushed {
+            let _ = reply.send(());
         }
         if let Some(mut rest) = stop {
             if let Op::Stop { reply } = rest.remove(0) {
@@ -616,7 +642,7 @@ impl Writer {
                     outcomes[i] = Some(Outcome::Done);
                 }
                 Op::Reserve { .. } => {}
-                Op::Stop { .. } => outcomes[i] = Some(Outcome::Done),
+                Op::Flush { .. } | Op::Stop { .. } => outcomes[i] = Some(Outcome::Done),
             }
         }
 
@@ -796,6 +822,6 @@ fn answer(op: Op, outcome: Result<Outcome, String>) {
                 let _ = reply.send(outcome.map(|_| ()).map_err(|m| err(&m)));
             }
         }
-        Op::Log { .. } | Op::Stop { .. } => {}
+        Op::Log { .. } | Op::Flush { .. } | Op::Stop { .. } => {}
     }
 }

@@ -11,11 +11,14 @@ use crate::error::{ApiError, ApiResult};
 
 pub async fn me(state: AppState, caller: Caller, _: MeInput) -> ApiResult {
     let account = caller.account_id().ok_or_else(ApiError::internal)?;
+    // Read your own writes: the call log and holds are written in batches.
+    state.accounts.ledger.flush(account).await;
     Ok(Json(state.accounts.me(account).await?).into_response())
 }
 
 pub async fn credits_balance(state: AppState, caller: Caller, _: CreditsBalanceInput) -> ApiResult {
     let account = caller.account_id().ok_or_else(ApiError::internal)?;
+    state.accounts.ledger.flush(account).await;
     let balance = state.accounts.balance(account).await?;
     Ok(Json(json!({ "ok": true, "balance": balance })).into_response())
 }
