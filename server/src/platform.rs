@@ -99,6 +99,12 @@ async fn call(
         Ok(r) => r,
         Err(violations) => return refuse(ApiError::validation(violations, meta.example)).await,
     };
+    // Every refusal that depends only on the request (and the deployment) comes here, before
+    // any credit is touched: refused combinations, the cursor, client-named hosts, 501.
+    let prepared = match state.sources.prepare(&request).await {
+        Ok(p) => p,
+        Err(e) => return refuse(call_error(&request, e)).await,
+    };
     let price = i64::from(meta.credits);
     let remaining = match ledger.reserve(&key.account_id, &request_id, price).await {
         Ok(Reservation::Held { remaining }) => remaining,
@@ -119,7 +125,12 @@ async fn call(
             return ApiError::internal().into_response();
         }
     };
-    match fetch(&state.sources, &request).await {
+    match state
+        .sources
+        .serve(prepared)
+        .await
+        .map_err(|e| call_error(&request, e))
+    {
         Ok(page) => match ledger.settle(record(200, price)).await {
             Ok(true) => success(meta.platform, page, price as u32, remaining, &request_id),
             Ok(false) => {
@@ -147,7 +158,15 @@ async fn call(
 
 /// The sources part of a call, with failures mapped to the API's error codes.
 pub async fn fetch(sources: &Sources, request: &Request) -> Result<Page, ApiError> {
-    sources.call(request).await.map_err(|e| match e {
+    sources
+        .call(request)
+        .await
+        .map_err(|e| call_error(request, e))
+}
+
+/// A failed call (or a refused one) as the API's error.
+fn call_error(request: &Request, e: CallError) -> ApiError {
+    match e {
         CallError::NotConfigured(why) => ApiError::not_configured(why),
         CallError::AllSourcesFailed(why) => ApiError::new(
             ErrorCode::AllSourcesFailed,
@@ -179,7 +198,7 @@ pub async fn fetch(sources: &Sources, request: &Request) -> Result<Page, ApiErro
                 meta.example,
             )
         }
-    })
+    }
 }
 
 /// The success envelope of one call.

@@ -180,6 +180,15 @@ pub struct Sources {
     call_deadline: Duration,
 }
 
+/// A call that passed every check that needs no upstream: see [`Sources::prepare`].
+pub struct Prepared<'s, 'r> {
+    request: &'r Request,
+    /// The sources that may serve it, in order.
+    chain: Vec<&'s Entry>,
+    /// The upstream's own cursor, taken from the client's verified cursor.
+    resume: Option<String>,
+}
+
 /// Breaker state of one source, as GET /v1/status shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SourceState {
@@ -297,9 +306,21 @@ impl Sources {
             .collect()
     }
 
-    /// Serves a request through the platform's chain. The page's `next_cursor` comes back encoded
-    /// with the id of the source that made it.
+    /// Serves a request through the platform's chain: [`Sources::prepare`], then
+    /// [`Sources::serve`]. The page's `next_cursor` comes back encoded with the id of the source
+    /// that made it.
     pub async fn call(&self, request: &Request) -> Result<Page, CallError> {
+        let prepared = self.prepare(request).await?;
+        self.serve(prepared).await
+    }
+
+    /// Everything about a call that depends only on the request and the deployment, decided before
+    /// any credit is reserved and before anything is sent upstream: the refusals, the chain of
+    /// sources that may serve it, the client's cursor, and any host the client named.
+    pub async fn prepare<'s, 'r>(
+        &'s self,
+        request: &'r Request,
+    ) -> Result<Prepared<'s, 'r>, CallError> {
         let endpoint = request.endpoint();
         let meta = endpoint.meta();
         if let Some((parameter, message)) = crate::platforms::refusal(request) {
@@ -333,6 +354,35 @@ impl Sources {
                 )));
             }
         }
+        // A host the client named: vetted before anything is sent (and before any credit is
+        // reserved), then reached only through the guarded client, which resolves it again
+        // through the same guard at connect time.
+        for entry in &chain {
+            if let Some((parameter, host)) = entry.source.user_host(request) {
+                self.guard
+                    .vet(host)
+                    .await
+                    .map_err(|message| CallError::Refused {
+                        parameter: parameter.to_string(),
+                        message,
+                    })?;
+            }
+        }
+        Ok(Prepared {
+            request,
+            chain,
+            resume: resume.map(|(_, upstream)| upstream),
+        })
+    }
+
+    /// Serves a prepared call: the first source of its chain that answers.
+    pub async fn serve(&self, prepared: Prepared<'_, '_>) -> Result<Page, CallError> {
+        let Prepared {
+            request,
+            chain,
+            resume,
+        } = prepared;
+        let meta = request.endpoint().meta();
         let deadline = Instant::now() + self.call_deadline;
         let mut failures = Vec::new();
         let mut all_not_configured = true;
@@ -341,14 +391,7 @@ impl Sources {
             // A host the client named: vetted before anything is sent, then reached only through
             // the guarded client. The credential belongs to the configured host and goes nowhere else.
             let (http, base_url, credential, key) = match entry.source.user_host(request) {
-                Some((parameter, host)) => {
-                    self.guard
-                        .vet(host)
-                        .await
-                        .map_err(|message| CallError::Refused {
-                            parameter: parameter.to_string(),
-                            message,
-                        })?;
+                Some((_, host)) => {
                     let own_host = host_of(&entry.settings.base_url)
                         .is_some_and(|h| h.eq_ignore_ascii_case(host.trim_end_matches('.')));
                     // Health is kept per host; the configured host shares the source's own state.
@@ -385,7 +428,7 @@ impl Sources {
                 http,
                 base_url: &base_url,
                 credential,
-                cursor: resume.as_ref().map(|(_, c)| c.as_str()),
+                cursor: resume.as_deref(),
                 deadline: deadline
                     .min(Instant::now() + Duration::from_millis(entry.settings.timeout_ms)),
             };
