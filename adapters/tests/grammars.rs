@@ -256,3 +256,199 @@ fn typed_parsers_return_the_useful_part() {
         other => panic!("{other:?}"),
     }
 }
+
+// Cross-parameter rules (`requires` and `exclusive` in the catalogue), as the generated parsers
+// enforce them.
+
+mod cross_parameter {
+    use adapters::api::{ENDPOINTS, EndpointId};
+    use adapters::request::{EndpointMeta, Needed, ParamKind};
+
+    fn enc(s: &str) -> String {
+        form_urlencoded::byte_serialize(s.as_bytes()).collect()
+    }
+
+    fn query(pairs: &[(&str, String)]) -> String {
+        pairs
+            .iter()
+            .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    /// (parameter, rule) of every violation, or nothing when the query is accepted.
+    fn verdict(e: &EndpointMeta, pairs: &[(&str, String)]) -> Vec<(String, &'static str)> {
+        let id = EndpointId::ALL
+            .into_iter()
+            .find(|id| id.meta().path == e.path)
+            .expect("in the table");
+        match id.parse(&query(pairs)) {
+            Ok(_) => Vec::new(),
+            Err(v) => v.0.into_iter().map(|v| (v.parameter, v.rule)).collect(),
+        }
+    }
+
+    fn example(e: &EndpointMeta, name: &str) -> String {
+        e.params
+            .iter()
+            .find(|p| p.name == name)
+            .expect("a rule names a parameter of its endpoint")
+            .example
+            .to_string()
+    }
+
+    /// Required parameters and the first member of each one-of group, leaving out `skip`.
+    fn base(e: &EndpointMeta, skip: &[&str]) -> Vec<(&'static str, String)> {
+        e.params
+            .iter()
+            .filter(|p| p.required || e.one_of.iter().any(|g| g.first() == Some(&p.name)))
+            .filter(|p| !skip.contains(&p.name))
+            .map(|p| (p.name, p.example.to_string()))
+            .collect()
+    }
+
+    fn set(pairs: &mut Vec<(&'static str, String)>, name: &'static str, value: String) {
+        pairs.retain(|(k, _)| *k != name);
+        pairs.push((name, value));
+    }
+
+    /// Every declared rule: satisfied, the request passes; broken, the parser names the parameter
+    /// that triggered it with rule `requires` (or `exclusive`), and nothing else.
+    #[test]
+    fn every_declared_rule_is_enforced() {
+        let (mut requires, mut exclusive) = (0, 0);
+        for e in &ENDPOINTS {
+            for rule in e.requires {
+                for &when in rule.when {
+                    for &(then, needed) in rule.then {
+                        let mut ok = base(e, &[when, then]);
+                        set(&mut ok, when, example(e, when));
+                        let mut bad = ok.clone();
+                        match needed {
+                            Needed::Present => set(&mut ok, then, example(e, then)),
+                            Needed::OneOf(values) => {
+                                set(&mut ok, then, values[0].to_string());
+                                let p = e.params.iter().find(|p| p.name == then).unwrap();
+                                let other = match p.kind {
+                                    ParamKind::Choice(all) => {
+                                        all.iter().find(|v| !values.contains(v)).copied()
+                                    }
+                                    ParamKind::Boolean => {
+                                        ["true", "false"].into_iter().find(|v| !values.contains(v))
+                                    }
+                                    _ => None,
+                                };
+                                if let Some(other) = other {
+                                    set(&mut bad, then, other.to_string());
+                                }
+                            }
+                        }
+                        assert_eq!(verdict(e, &ok), vec![], "{} {ok:?}", e.path);
+                        assert_eq!(
+                            verdict(e, &bad),
+                            vec![(when.to_string(), "requires")],
+                            "{} {bad:?}",
+                            e.path
+                        );
+                        requires += 1;
+                    }
+                }
+            }
+            for group in e.exclusive {
+                for &one in group.iter() {
+                    let mut alone = base(e, group);
+                    set(&mut alone, one, example(e, one));
+                    assert_eq!(verdict(e, &alone), vec![], "{} {alone:?}", e.path);
+                }
+                let mut both = base(e, group);
+                set(&mut both, group[0], example(e, group[0]));
+                set(&mut both, group[1], example(e, group[1]));
+                assert_eq!(
+                    verdict(e, &both),
+                    vec![(group[1].to_string(), "exclusive")],
+                    "{} {both:?}",
+                    e.path
+                );
+                exclusive += 1;
+            }
+        }
+        assert!(
+            requires >= 2,
+            "community posts: after and before need sort=new"
+        );
+        assert!(exclusive >= 2, "forum post and post comments: url or id");
+    }
+
+    fn forum(path: &str, raw: &str) -> Vec<(String, &'static str, String)> {
+        let id = EndpointId::ALL
+            .into_iter()
+            .find(|id| id.meta().path == path)
+            .expect("in the table");
+        match id.parse(raw) {
+            Ok(_) => Vec::new(),
+            Err(v) => {
+                v.0.into_iter()
+                    .map(|v| (v.parameter, v.rule, v.message))
+                    .collect()
+            }
+        }
+    }
+
+    /// Section 4.1: on community posts "new is the only order combinable with after/before"
+    /// (`sort` defaults to `new`); `timeframe` "applies to top only" is not a refusal; community
+    /// search takes `after`/`before` with every order.
+    #[test]
+    fn spec_wording_of_the_forum_rules() {
+        let posts = "/v1/forum/community/posts";
+        assert_eq!(forum(posts, "community=rust&after=7d"), vec![]);
+        assert_eq!(
+            forum(posts, "community=rust&sort=new&before=2024-01-01"),
+            vec![]
+        );
+        assert_eq!(forum(posts, "community=rust&sort=top"), vec![]);
+        assert_eq!(
+            forum(posts, "community=rust&sort=hot&timeframe=day"),
+            vec![]
+        );
+        let r = forum(posts, "community=rust&sort=top&after=7d");
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!((r[0].0.as_str(), r[0].1), ("after", "requires"));
+        assert!(
+            r[0].2.contains("`sort=new`") && r[0].2.contains("`sort=top`"),
+            "{}",
+            r[0].2
+        );
+        let r = forum(posts, "community=rust&sort=rising&after=7d&before=1d");
+        let named: Vec<_> = r.iter().map(|v| (v.0.as_str(), v.1)).collect();
+        assert_eq!(named, [("after", "requires"), ("before", "requires")]);
+        // A value wrong by itself is reported once, by its own rule.
+        let r = forum(posts, "community=rust&sort=bogus&after=7d");
+        assert_eq!(
+            r.iter().map(|v| (v.0.as_str(), v.1)).collect::<Vec<_>>(),
+            [("sort", "enum")]
+        );
+
+        let search = "/v1/forum/community/search";
+        for sort in ["new", "relevance", "top", "comments"] {
+            assert_eq!(
+                forum(
+                    search,
+                    &format!("community=rust&query=x&sort={sort}&after=7d&before=1d")
+                ),
+                vec![],
+                "{sort}"
+            );
+        }
+
+        let url = "https%3A%2F%2Fwww.reddit.com%2Fr%2Frust%2Fcomments%2F1abc2de%2Ft%2F";
+        for path in ["/v1/forum/post", "/v1/forum/post/comments"] {
+            assert_eq!(forum(path, &format!("url={url}")), vec![]);
+            assert_eq!(forum(path, "id=t3_1abc2de"), vec![]);
+            let r = forum(path, &format!("url={url}&id=1abc2de"));
+            assert_eq!(
+                r.iter().map(|v| (v.0.as_str(), v.1)).collect::<Vec<_>>(),
+                [("id", "exclusive")]
+            );
+        }
+    }
+}

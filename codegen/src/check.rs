@@ -88,7 +88,56 @@ pub struct Operation {
     pub path_params: Vec<ParamSpec>,
     pub body: Option<Vec<ParamSpec>>,
     pub one_of: Vec<Vec<String>>,
+    pub requires: Vec<Requirement>,
+    pub exclusive: Vec<Vec<String>>,
     pub errors: Vec<String>,
+}
+
+/// A checked cross-parameter rule: when any parameter of `when` is given, each of `then` holds.
+#[derive(Debug, Clone)]
+pub struct Requirement {
+    pub when: Vec<String>,
+    pub then: Vec<(String, Needed)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Needed {
+    /// The parameter is given.
+    Present,
+    /// The parameter's value (given, or else its default) is one of these.
+    OneOf(Vec<String>),
+}
+
+impl Requirement {
+    /// The rule in words, for the OpenAPI description: "`after`, `before` only with `sort=new`".
+    pub fn describe(&self) -> String {
+        let when = self
+            .when
+            .iter()
+            .map(|w| format!("`{w}`"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let then = self
+            .then
+            .iter()
+            .map(|(name, need)| match need {
+                Needed::Present => format!("`{name}` is given"),
+                Needed::OneOf(values) if values.len() == 1 => {
+                    format!("`{name}` is `{}`", values[0])
+                }
+                Needed::OneOf(values) => format!(
+                    "`{name}` is one of {}",
+                    values
+                        .iter()
+                        .map(|v| format!("`{v}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+            .collect::<Vec<_>>()
+            .join(" and ");
+        format!("{when} can be given only when {then}.")
+    }
 }
 
 impl Operation {
@@ -540,6 +589,28 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
             }
         }
 
+        // Cross-parameter rules live beside the values they read: query parameters of a platform
+        // endpoint, body fields of an operation (the generated reader checks them there).
+        let (rule_fields, noun): (&[ParamSpec], &str) = if ep.platform.is_some() {
+            (&params, "a parameter")
+        } else {
+            (body.as_deref().unwrap_or(&[]), "a body field")
+        };
+        let requires = check_requires(&mut d, &place, &ep.requires, rule_fields, noun, &regexes);
+        check_exclusive(&mut d, &place, &ep.exclusive, rule_fields, noun);
+        let wanted: Vec<&str> = fields
+            .iter()
+            .filter(|p| p.required || ep.one_of.iter().any(|g| g.first() == Some(&p.name)))
+            .map(|p| p.name.as_str())
+            .collect();
+        if let Some(why) = broken_by(&wanted, rule_fields, &requires, &ep.exclusive) {
+            d.at(
+                &place,
+                "requires",
+                format_args!("the working example (required parameters and the first of each one-of group) breaks a rule: {why}"),
+            );
+        }
+
         let mut errors_for_op: Vec<String> = Vec::new();
         if ep.platform.is_some() {
             errors_for_op.extend(cat.platform_errors.iter().cloned());
@@ -578,6 +649,8 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
             path_params,
             body,
             one_of: ep.one_of,
+            requires,
+            exclusive: ep.exclusive,
             errors: errors_for_op,
         });
     }
@@ -610,6 +683,190 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
     } else {
         Err(d.0)
     }
+}
+
+/// A rule's member: an optional parameter without a default (one that is always there makes the
+/// rule either always apply or never matter, which is a mistake in the catalogue).
+fn rule_member<'p>(
+    d: &mut Diags,
+    place: &str,
+    field: &str,
+    name: &str,
+    fields: &'p [ParamSpec],
+    noun: &str,
+) -> Option<&'p ParamSpec> {
+    match fields.iter().find(|p| p.name == name) {
+        None => {
+            d.at(place, field, format_args!("`{name}` is not {noun}"));
+            None
+        }
+        Some(p) if p.required || p.default.is_some() => {
+            d.at(
+                place,
+                field,
+                format_args!(
+                    "`{name}` is always present (required or defaulted), so the rule cannot work"
+                ),
+            );
+            None
+        }
+        Some(p) => Some(p),
+    }
+}
+
+fn check_requires(
+    d: &mut Diags,
+    place: &str,
+    rules: &[model::Requirement],
+    fields: &[ParamSpec],
+    noun: &str,
+    regexes: &IndexMap<String, (Regex, u32)>,
+) -> Vec<Requirement> {
+    let mut out = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let here = format!("requires[{i}]");
+        if rule.when.is_empty() {
+            d.at(place, &format!("{here}.if"), "names no parameter");
+        }
+        if rule.then.is_empty() {
+            d.at(place, &format!("{here}.then"), "names no parameter");
+        }
+        let mut seen = BTreeSet::new();
+        for w in &rule.when {
+            if !seen.insert(w) {
+                d.at(
+                    place,
+                    &format!("{here}.if"),
+                    format_args!("`{w}` is listed twice"),
+                );
+            }
+            rule_member(d, place, &format!("{here}.if"), w, fields, noun);
+        }
+        let mut then = Vec::new();
+        for (name, cond) in &rule.then {
+            let field = format!("{here}.then.{name}");
+            if rule.when.contains(name) {
+                d.at(place, &field, "a parameter cannot require itself");
+                continue;
+            }
+            let Some(p) = fields.iter().find(|p| &p.name == name) else {
+                d.at(place, &field, format_args!("`{name}` is not {noun}"));
+                continue;
+            };
+            let need = match cond {
+                model::Condition::Word(w) if w == "present" => {
+                    if p.required || p.default.is_some() {
+                        d.at(
+                            place,
+                            &field,
+                            "is always present (required or defaulted); `present` would always hold",
+                        );
+                    }
+                    Needed::Present
+                }
+                model::Condition::Word(w) => {
+                    d.at(
+                        place,
+                        &field,
+                        format_args!(
+                            "`{w}` is not a condition; give a list of values or `present`"
+                        ),
+                    );
+                    continue;
+                }
+                model::Condition::Values(values) => {
+                    let values: Vec<String> = values.iter().map(model::Scalar::as_text).collect();
+                    if !matches!(p.kind, Kind::Choice { .. } | Kind::Boolean) {
+                        d.at(
+                            place,
+                            &field,
+                            "a value condition needs an enum or boolean parameter (their values have one spelling)",
+                        );
+                        continue;
+                    }
+                    if values.is_empty() {
+                        d.at(place, &field, "lists no value");
+                    }
+                    for v in &values {
+                        if let Err(why) = accepts(p, v, regexes) {
+                            d.at(
+                                place,
+                                &field,
+                                format_args!("`{v}` is not a value of `{name}`: {why}"),
+                            );
+                        }
+                    }
+                    Needed::OneOf(values)
+                }
+            };
+            then.push((name.clone(), need));
+        }
+        out.push(Requirement {
+            when: rule.when.clone(),
+            then,
+        });
+    }
+    out
+}
+
+fn check_exclusive(
+    d: &mut Diags,
+    place: &str,
+    groups: &[Vec<String>],
+    fields: &[ParamSpec],
+    noun: &str,
+) {
+    for (i, group) in groups.iter().enumerate() {
+        let field = format!("exclusive[{i}]");
+        if group.len() < 2 {
+            d.at(place, &field, "a group needs at least two members");
+        }
+        let mut seen = BTreeSet::new();
+        for member in group {
+            if !seen.insert(member) {
+                d.at(place, &field, format_args!("`{member}` is listed twice"));
+            }
+            rule_member(d, place, &field, member, fields, noun);
+        }
+    }
+}
+
+/// Whether a request giving exactly `given` (all other parameters at their defaults) breaks a rule,
+/// and which.
+fn broken_by(
+    given: &[&str],
+    fields: &[ParamSpec],
+    requires: &[Requirement],
+    exclusive: &[Vec<String>],
+) -> Option<String> {
+    for rule in requires {
+        if !rule.when.iter().any(|w| given.contains(&w.as_str())) {
+            continue;
+        }
+        for (name, need) in &rule.then {
+            let default = fields
+                .iter()
+                .find(|p| &p.name == name)
+                .and_then(|p| p.default.as_deref());
+            let holds = match need {
+                Needed::Present => given.contains(&name.as_str()),
+                // An example value is not known here; only defaults and absence are judged.
+                Needed::OneOf(values) => {
+                    given.contains(&name.as_str())
+                        || default.is_some_and(|d| values.iter().any(|v| v == d))
+                }
+            };
+            if !holds {
+                return Some(rule.describe());
+            }
+        }
+    }
+    for group in exclusive {
+        if group.iter().filter(|m| given.contains(&m.as_str())).count() > 1 {
+            return Some(format!("{} are exclusive", group.join(", ")));
+        }
+    }
+    None
 }
 
 /// JSON Schema keywords the catalogue's response schemas may use. A key outside this list is

@@ -139,9 +139,35 @@ pub struct Endpoint {
     pub body: Option<IndexMap<String, Param>>,
     #[serde(default)]
     pub one_of: Vec<Vec<String>>,
+    /// Cross-parameter rules: "X only with Y = values" and "X only with Y present".
+    #[serde(default)]
+    pub requires: Vec<Requirement>,
+    /// Groups of parameters of which at most one may be given.
+    #[serde(default)]
+    pub exclusive: Vec<Vec<String>>,
     pub response: Option<String>,
     #[serde(default)]
     pub errors: Vec<String>,
+}
+
+/// `{ if: [after, before], then: { sort: [new] } }`: when any parameter of `if` is given, every
+/// parameter of `then` must hold one of its values (its default counts), or be given (`present`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requirement {
+    #[serde(rename = "if")]
+    pub when: Vec<String>,
+    #[serde(deserialize_with = "unique")]
+    pub then: IndexMap<String, Condition>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Condition {
+    /// The allowed values.
+    Values(Vec<Scalar>),
+    /// A word: only `present` is known.
+    Word(String),
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::check::{Api, Kind, OpKind, Operation, ParamSpec, method_str};
+use crate::check::{Api, Kind, Needed, OpKind, Operation, ParamSpec, method_str};
 use crate::model::Auth;
 
 const ERROR_ENVELOPE: &str = "#/components/schemas/ErrorEnvelope";
@@ -170,6 +170,17 @@ fn operation(api: &Api, op: &Operation) -> Value {
             .join(", ");
         description.push_str(&format!("\n\nAt least one of {list} is required."));
     }
+    for rule in &op.requires {
+        description.push_str(&format!("\n\n{}", rule.describe()));
+    }
+    for group in &op.exclusive {
+        let list = group
+            .iter()
+            .map(|g| format!("`{g}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        description.push_str(&format!("\n\nAt most one of {list} may be given."));
+    }
     let mut responses = Map::new();
     let mut headers = Map::new();
     headers.insert("x-request-id".into(), request_id_header());
@@ -212,6 +223,32 @@ fn operation(api: &Api, op: &Operation) -> Value {
     }
     if !op.one_of.is_empty() {
         o.insert("x-one-of".into(), json!(op.one_of));
+    }
+    // Cross-parameter rules, which JSON Schema cannot state across separate query parameters, in
+    // the catalogue's own form: `{ "if": [..], "then": { name: [values] | "present" } }`.
+    if !op.requires.is_empty() {
+        let rules: Vec<Value> = op
+            .requires
+            .iter()
+            .map(|r| {
+                let then: Map<String, Value> = r
+                    .then
+                    .iter()
+                    .map(|(name, need)| {
+                        let v = match need {
+                            Needed::Present => json!("present"),
+                            Needed::OneOf(values) => json!(values),
+                        };
+                        (name.clone(), v)
+                    })
+                    .collect();
+                json!({ "if": r.when, "then": then })
+            })
+            .collect();
+        o.insert("x-requires".into(), json!(rules));
+    }
+    if !op.exclusive.is_empty() {
+        o.insert("x-exclusive".into(), json!(op.exclusive));
     }
     // An empty description is noise to readers and linters; leave the key out instead.
     if !description.trim().is_empty() {
@@ -300,7 +337,7 @@ fn violation_schema() -> Value {
             "rule": {
                 "type": "string",
                 "enum": ["required", "one_of", "unknown_parameter", "repeated", "empty", "min_length", "max_length", "pattern",
-                         "format", "integer", "minimum", "maximum", "boolean", "enum", "type", "body", "refused"],
+                         "format", "integer", "minimum", "maximum", "boolean", "enum", "type", "body", "requires", "exclusive", "refused"],
                 "description": "the rule that was broken"
             },
             "message": { "type": "string" }

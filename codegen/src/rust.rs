@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use crate::check::{Api, Kind, OpKind, Operation, PARSERS, ParamSpec};
+use crate::check::{Api, Kind, Needed, OpKind, Operation, PARSERS, ParamSpec};
 use crate::model::Auth;
 use crate::names;
 
@@ -238,6 +238,54 @@ fn param_meta(p: &ParamSpec) -> TokenStream {
     }
 }
 
+fn needed(rt: &TokenStream, need: &Needed) -> TokenStream {
+    match need {
+        Needed::Present => quote!(#rt::Needed::Present),
+        Needed::OneOf(values) => quote!(#rt::Needed::OneOf(&[#(#values),*])),
+    }
+}
+
+/// The checks of the cross-parameter rules, run by the reader of the values they name (after every
+/// value is read, so a rule is judged only on values that are themselves valid).
+fn rule_checks(rt: &TokenStream, op: &Operation, fields: &[ParamSpec]) -> Vec<TokenStream> {
+    let mut out = Vec::new();
+    for rule in &op.requires {
+        let when = &rule.when;
+        for (name, need) in &rule.then {
+            let need = needed(rt, need);
+            let default = opt_lit(
+                &fields
+                    .iter()
+                    .find(|p| &p.name == name)
+                    .and_then(|p| p.default.clone()),
+            );
+            out.push(quote!(p.requires(&[#(#when),*], #name, #need, #default);));
+        }
+    }
+    for group in &op.exclusive {
+        out.push(quote!(p.exclusive(&[#(#group),*]);));
+    }
+    out
+}
+
+/// The rules as data in the endpoint table.
+fn rule_metas(rt: &TokenStream, op: &Operation) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let requires = op
+        .requires
+        .iter()
+        .map(|rule| {
+            let when = &rule.when;
+            let then = rule.then.iter().map(|(name, need)| {
+                let need = needed(rt, need);
+                quote!((#name, #need))
+            });
+            quote!(#rt::RuleMeta { when: &[#(#when),*], then: &[#(#then),*] })
+        })
+        .collect();
+    let exclusive = op.exclusive.iter().map(|g| quote!(&[#(#g),*])).collect();
+    (requires, exclusive)
+}
+
 fn grammars(api: &Api) -> TokenStream {
     let statics = api.grammars.iter().map(|g| {
         let s = grammar_static(&g.name);
@@ -325,6 +373,7 @@ pub fn typed_requests(api: &Api) -> TokenStream {
             let inits = field_inits(&op.params);
             let accepted: Vec<&str> = op.params.iter().map(|p| p.name.as_str()).collect();
             let one_of = op.one_of.iter().map(|g| quote!(p.one_of(&[#(#g),*]);));
+            let rules = rule_checks(&quote!(crate::request), op, &op.params);
             let doc = format!("`GET {}`: {}", op.path, op.summary);
             quote! {
                 #(#inline_enums)*
@@ -338,6 +387,7 @@ pub fn typed_requests(api: &Api) -> TokenStream {
                         let mut p = Params::query(raw, &[#(#accepted),*]);
                         #(#reads)*
                         #(#one_of)*
+                        #(#rules)*
                         p.finish()?;
                         Ok(Self { #(#inits,)* })
                     }
@@ -376,10 +426,12 @@ pub fn typed_requests(api: &Api) -> TokenStream {
         let example = op.example_request();
         let params = op.params.iter().map(param_meta);
         let groups = op.one_of.iter().map(|g| quote!(&[#(#g),*]));
+        let (requires, exclusive) = rule_metas(&quote!(crate::request), op);
         quote! {
             crate::request::EndpointMeta {
                 path: #path, platform: #platform, credits: #credits, summary: #summary,
                 example: #example, params: &[#(#params),*], one_of: &[#(#groups),*],
+                requires: &[#(#requires),*], exclusive: &[#(#exclusive),*],
             }
         }
     });
@@ -537,6 +589,11 @@ pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStre
                     op.body.iter().flatten().map(|p| p.name.as_str()).collect();
                 let has_body = op.body.is_some();
                 let one_of = op.one_of.iter().map(|g| quote!(p.one_of(&[#(#g),*]);));
+                let rules = rule_checks(
+                    &quote!(adapters::request),
+                    op,
+                    op.body.as_deref().unwrap_or(&[]),
+                );
                 let doc = format!("Input of `{} {}`: {}", method_str, op.path, op.summary);
                 let h = format_ident!("{}", handler);
                 let scheme = auth_tokens(*auth);
@@ -560,6 +617,7 @@ pub fn server(api: &Api, openapi_json: &str, openapi_30_json: &str) -> TokenStre
                             let mut p = Params::body(raw.body.as_ref(), &[#(#body_names),*]);
                             #(#body_reads)*
                             #(#one_of)*
+                            #(#rules)*
                             all.absorb(p.finish());
                             all.into_result()?;
                             Ok(Self { #(#inits,)* })

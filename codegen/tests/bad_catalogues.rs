@@ -33,6 +33,13 @@ fn assert_problem(problems: &[String], parts: &[&str]) {
 fn the_fixture_itself_loads() {
     let api = codegen::load_str(MINI).expect("fixture is valid");
     assert_eq!(api.operations.len(), 3);
+    let search = &api.operations[0];
+    assert_eq!(
+        search.requires.len(),
+        1,
+        "the fixture declares a cross-parameter rule"
+    );
+    assert_eq!(search.exclusive, [["query", "type"]]);
 }
 
 #[test]
@@ -254,6 +261,159 @@ fn stray_key_in_a_response_schema() {
             "schema `Pong`",
             "properties.ok.really",
             "not a JSON Schema keyword",
+        ],
+    );
+}
+
+const SEARCH: &str = "endpoint `GET /v1/demo/search`";
+
+#[test]
+fn rule_on_an_unknown_parameter() {
+    let p = problems(&broken("- if: [type]", "- if: [tpye]"));
+    assert_problem(
+        &p,
+        &[
+            SEARCH,
+            "field `requires[0].if`",
+            "`tpye` is not a parameter",
+        ],
+    );
+    let p = problems(&broken(
+        "then: { sort: [top], slug: present }",
+        "then: { sortt: [top] }",
+    ));
+    assert_problem(
+        &p,
+        &[
+            SEARCH,
+            "field `requires[0].then.sortt`",
+            "`sortt` is not a parameter",
+        ],
+    );
+    let p = problems(&broken("- [query, type]", "- [query, typ]"));
+    assert_problem(
+        &p,
+        &[SEARCH, "field `exclusive[0]`", "`typ` is not a parameter"],
+    );
+}
+
+#[test]
+fn rule_with_an_unknown_value() {
+    let p = problems(&broken(
+        "then: { sort: [top], slug: present }",
+        "then: { sort: [old] }",
+    ));
+    assert_problem(
+        &p,
+        &[
+            SEARCH,
+            "field `requires[0].then.sort`",
+            "`old` is not a value of `sort`",
+        ],
+    );
+}
+
+#[test]
+fn rule_with_an_unknown_condition_word() {
+    let p = problems(&broken("slug: present", "slug: given"));
+    assert_problem(
+        &p,
+        &[
+            SEARCH,
+            "field `requires[0].then.slug`",
+            "`given` is not a condition",
+        ],
+    );
+}
+
+#[test]
+fn value_condition_on_free_text() {
+    let p = problems(&broken(
+        "then: { sort: [top], slug: present }",
+        "then: { slug: [abc] }",
+    ));
+    assert_problem(
+        &p,
+        &[SEARCH, "field `requires[0].then.slug`", "enum or boolean"],
+    );
+}
+
+#[test]
+fn rule_member_that_is_always_present() {
+    // `sort` has a default: a rule triggered by it would always apply.
+    let p = problems(&broken("- if: [type]", "- if: [type, sort]"));
+    assert_problem(
+        &p,
+        &[SEARCH, "field `requires[0].if`", "`sort` is always present"],
+    );
+    let p = problems(&broken("- [query, type]", "- [query, limit]"));
+    assert_problem(
+        &p,
+        &[SEARCH, "field `exclusive[0]`", "`limit` is always present"],
+    );
+    let p = problems(&broken("slug: present", "flag: present"));
+    assert_problem(
+        &p,
+        &[
+            SEARCH,
+            "field `requires[0].then.flag`",
+            "`present` would always hold",
+        ],
+    );
+}
+
+#[test]
+fn rule_that_requires_itself() {
+    let p = problems(&broken(
+        "then: { sort: [top], slug: present }",
+        "then: { type: present }",
+    ));
+    assert_problem(
+        &p,
+        &[
+            SEARCH,
+            "field `requires[0].then.type`",
+            "cannot require itself",
+        ],
+    );
+}
+
+#[test]
+fn exclusive_group_of_one() {
+    let p = problems(&broken("- [query, type]", "- [type]"));
+    assert_problem(
+        &p,
+        &[SEARCH, "field `exclusive[0]`", "at least two members"],
+    );
+}
+
+#[test]
+fn working_example_that_breaks_a_rule() {
+    // The example request gives `query` (first of the one-of group), which this rule then refuses.
+    let p = problems(&broken("- if: [type]", "- if: [query]"));
+    assert_problem(&p, &[SEARCH, "field `requires`", "the working example"]);
+    let p = problems(
+        &broken("- [query, type]", "- [query, slug]\n      - [query, after]").replacen(
+            "one_of:\n      - [query, slug]",
+            "one_of:\n      - [query, slug]\n      - [after, type]",
+            1,
+        ),
+    );
+    assert_problem(&p, &[SEARCH, "field `requires`", "are exclusive"]);
+}
+
+#[test]
+fn rule_on_an_operation_names_body_fields() {
+    let p = problems(&broken(
+        "    response: Pong",
+        "    exclusive:\n      - [word, other]\n    response: Pong",
+    ));
+    assert_problem(
+        &p,
+        &[
+            "endpoint `POST /v1/ping`",
+            "field `exclusive[0]`",
+            "`other` is not a body field",
         ],
     );
 }

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use adapters::api::{ENDPOINTS, EndpointId, grammar};
-use adapters::request::{Grammar, Violations};
+use adapters::request::{Grammar, Needed, Violations};
 use serde_json::{Value, json};
 use server::http::RawInput;
 
@@ -148,13 +148,39 @@ fn platform_verdict(path: &str, name: &str, value: &str) -> bool {
         .find(|e| e.meta().path == path)
         .expect("a platform path of the document is in the endpoint table");
     let meta = id.meta();
+    // Cross-parameter rules are judged across parameters, which a parameter's schema cannot see:
+    // like one-of groups (stated in the description and `x-one-of`), they are stated in the
+    // description, `x-requires` and `x-exclusive`, and the base request keeps them satisfied.
+    let mates: Vec<&str> = meta
+        .exclusive
+        .iter()
+        .filter(|g| g.contains(&name))
+        .flat_map(|g| g.iter().copied())
+        .filter(|m| *m != name)
+        .collect();
     let mut pairs: Vec<(String, String)> = meta
         .params
         .iter()
-        .filter(|p| p.name != name)
+        .filter(|p| p.name != name && !mates.contains(&p.name))
         .filter(|p| p.required || meta.one_of.iter().any(|g| g.first() == Some(&p.name)))
         .map(|p| (p.name.to_string(), p.example.to_string()))
         .collect();
+    for rule in meta.requires.iter().filter(|r| r.when.contains(&name)) {
+        for (then, needed) in rule.then {
+            let value = match needed {
+                Needed::Present => {
+                    meta.params
+                        .iter()
+                        .find(|p| p.name == *then)
+                        .unwrap()
+                        .example
+                }
+                Needed::OneOf(values) => values[0],
+            };
+            pairs.retain(|(k, _)| k != then);
+            pairs.push((then.to_string(), value.to_string()));
+        }
+    }
     pairs.push((name.to_string(), value.to_string()));
     let raw = pairs
         .iter()

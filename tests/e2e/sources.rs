@@ -460,7 +460,7 @@ async fn forum_community_posts_pages_and_refusals(b: Backend) {
         &format!("{path}?community=rust&sort=top&after=7d"),
     )
     .await;
-    assert_names(&reply, "sort", Some("refused"), path);
+    assert_names(&reply, "after", Some("requires"), path);
     assert_eq!(env.up.seen().len(), 2, "the fake upstream saw nothing");
 
     // Both sources answer 500 (the archive, then the live listing): 424, free.

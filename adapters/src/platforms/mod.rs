@@ -13,7 +13,6 @@ pub mod web;
 
 use std::sync::Arc;
 
-use crate::api::Request;
 use crate::sources::Source;
 
 pub fn sources() -> Vec<Arc<dyn Source>> {
@@ -42,9 +41,4 @@ pub fn sources() -> Vec<Arc<dyn Source>> {
         Arc::new(microblog::fxtwitter::FxTwitter),
         Arc::new(microblog::x_api::XApi),
     ]
-}
-
-/// A combination of parameters that no source may serve: `(parameter, message)` for a 422.
-pub fn refusal(request: &Request) -> Option<(String, String)> {
-    forum::refusal(request)
 }

@@ -32,8 +32,10 @@ pub struct Violation {
     pub location: Location,
     /// Machine name of the rule: `required`, `one_of`, `unknown_parameter`, `repeated`, `empty`,
     /// `min_length`, `max_length`, `pattern`, `format`, `integer`, `minimum`, `maximum`, `boolean`,
-    /// `enum`, `type`, `body`, or `refused` (valid alone, but the service will not serve it: a
-    /// combination of parameters, or a host that is not public).
+    /// `enum`, `type`, `body`, `requires` (given without the value or parameter a catalogue rule
+    /// needs beside it), `exclusive` (given together with a parameter it cannot be combined with),
+    /// or `refused` (valid by every rule of the request, but the service will not serve it: a host
+    /// that is not public).
     pub rule: &'static str,
     pub message: String,
 }
@@ -188,6 +190,26 @@ pub struct EndpointMeta {
     pub example: &'static str,
     pub params: &'static [ParamMeta],
     pub one_of: &'static [&'static [&'static str]],
+    /// Cross-parameter rules: when any of `when` is given, each of `then` must hold.
+    pub requires: &'static [RuleMeta],
+    /// Groups of parameters of which at most one may be given.
+    pub exclusive: &'static [&'static [&'static str]],
+}
+
+/// One cross-parameter rule of the catalogue (`requires` of an endpoint).
+#[derive(Debug)]
+pub struct RuleMeta {
+    pub when: &'static [&'static str],
+    pub then: &'static [(&'static str, Needed)],
+}
+
+/// What a rule needs of the other parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needed {
+    /// It is given.
+    Present,
+    /// Its value (given, or else its default) is one of these.
+    OneOf(&'static [&'static str]),
 }
 
 enum Raw<'a> {
@@ -414,6 +436,13 @@ impl<'a> Params<'a> {
                 .any(|v| v.parameter == name && matches!(v.rule, "repeated" | "format"))
     }
 
+    /// Given with a value that broke no rule of its own: only such values take part in the
+    /// cross-parameter rules, so one mistake is reported once.
+    fn given_valid(&self, name: &str) -> bool {
+        self.values.iter().any(|(n, _)| n == name)
+            && !self.violations.0.iter().any(|v| v.parameter == name)
+    }
+
     /// The value as text, with the shared checks (type, empty, lengths, pattern); the default when absent.
     fn checked_text(
         &mut self,
@@ -632,6 +661,89 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// A cross-parameter rule: each of `when` that is given needs `then` to hold (see [`Needed`]).
+    /// Judged only on values that are valid by themselves, so one mistake is reported once.
+    pub fn requires(
+        &mut self,
+        when: &[&'static str],
+        then: &'static str,
+        needed: Needed,
+        default: Option<&'static str>,
+    ) {
+        if self.violations.0.iter().any(|v| v.parameter == then) {
+            return;
+        }
+        let given = self
+            .values
+            .iter()
+            .find(|(n, _)| n == then)
+            .map(|(_, v)| match v {
+                Raw::Text(t) => t.to_string(),
+                Raw::Other(kind) => (*kind).to_string(),
+            });
+        let problem = match needed {
+            Needed::Present if given.is_none() => Some(format!("add `{then}`")),
+            Needed::Present => None,
+            Needed::OneOf(values) => {
+                let wanted = if let [one] = values {
+                    format!("`{then}={one}`")
+                } else {
+                    format!("`{then}` set to one of: {}", values.join(", "))
+                };
+                match (&given, default) {
+                    (Some(v), _) if values.contains(&v.as_str()) => None,
+                    (None, Some(d)) if values.contains(&d) => None,
+                    (Some(v), _) => Some(format!("{wanted} (got `{then}={}`)", echo(v))),
+                    (None, Some(d)) => Some(format!("{wanted} (`{then}` defaults to `{d}`)")),
+                    (None, None) => Some(format!("{wanted} (`{then}` is not given)")),
+                }
+            }
+        };
+        let Some(problem) = problem else {
+            return;
+        };
+        let triggered: Vec<&'static str> = when
+            .iter()
+            .copied()
+            .filter(|n| self.given_valid(n))
+            .collect();
+        for name in triggered {
+            self.violate(
+                name,
+                "requires",
+                format!(
+                    "`{name}` can be used only with {problem}; change that or leave `{name}` out"
+                ),
+            );
+        }
+    }
+
+    /// At most one of `names` may be given; each one after the first is reported.
+    pub fn exclusive(&mut self, names: &[&'static str]) {
+        let given: Vec<&'static str> = names
+            .iter()
+            .copied()
+            .filter(|n| self.given_valid(n))
+            .collect();
+        if let [first, rest @ ..] = given.as_slice() {
+            let noun = self.noun();
+            for name in rest {
+                self.violate(
+                    name,
+                    "exclusive",
+                    format!(
+                        "`{name}` cannot be combined with `{first}`; give only one {noun} of {}",
+                        names
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+        }
+    }
+
     pub fn finish(self) -> Result<(), Violations> {
         self.violations.into_result()
     }
@@ -658,6 +770,74 @@ mod tests {
         );
         assert_eq!(closest("LIMIT", &["query", "limit"]), Some("limit"));
         assert_eq!(closest("zzzzzz", &["query", "limit"]), None);
+    }
+
+    /// The generator's fixture declares `type` only with `sort=top` and `slug` given, and `query`
+    /// and `type` exclusive: the generated parser reports each broken rule against the parameter
+    /// that triggered it.
+    fn mini_rules(raw: &str) -> Vec<(String, &'static str, String)> {
+        match crate::mini_api::demo::Search::from_query(raw) {
+            Ok(_) => Vec::new(),
+            Err(v) => {
+                v.0.into_iter()
+                    .map(|v| (v.parameter, v.rule, v.message))
+                    .collect()
+            }
+        }
+    }
+
+    #[test]
+    fn cross_parameter_rules_hold_with_their_values() {
+        assert_eq!(mini_rules("slug=abc&sort=top&type=x"), vec![]);
+        // Without `type` the rule does not apply: `sort` keeps its default.
+        assert_eq!(mini_rules("slug=abc"), vec![]);
+    }
+
+    #[test]
+    fn a_value_condition_counts_the_default() {
+        let r = mini_rules("slug=abc&type=x");
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!((r[0].0.as_str(), r[0].1), ("type", "requires"));
+        assert!(r[0].2.contains("`sort=top`"), "{}", r[0].2);
+        assert!(r[0].2.contains("defaults to `new`"), "{}", r[0].2);
+        let r = mini_rules("slug=abc&type=x&sort=new");
+        assert!(r[0].2.contains("got `sort=new`"), "{}", r[0].2);
+    }
+
+    #[test]
+    fn a_presence_condition() {
+        let r = mini_rules("sort=top&type=x&after=7d");
+        let rules: Vec<_> = r.iter().map(|v| (v.0.as_str(), v.1)).collect();
+        // `slug` is missing for `type`; and nothing names `query` (absent) or `slug`.
+        assert!(rules.contains(&("type", "requires")), "{r:?}");
+        assert!(r.iter().any(|v| v.2.contains("add `slug`")), "{r:?}");
+    }
+
+    #[test]
+    fn exclusive_parameters_name_the_later_one() {
+        let r = mini_rules("query=a&slug=abc&sort=top&type=x");
+        assert_eq!(
+            r.iter().map(|v| (v.0.as_str(), v.1)).collect::<Vec<_>>(),
+            [("type", "exclusive")],
+            "{r:?}"
+        );
+        assert!(r[0].2.contains("`query`"), "{}", r[0].2);
+    }
+
+    #[test]
+    fn a_value_broken_by_itself_is_reported_once() {
+        // `type` fails its own pattern, `sort` its enum: no rule is judged on them as well.
+        let rules: Vec<_> = mini_rules("query=a&type=z&sort=old")
+            .into_iter()
+            .map(|v| (v.0, v.1))
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                ("sort".to_string(), "enum"),
+                ("type".to_string(), "pattern")
+            ]
+        );
     }
 
     #[test]

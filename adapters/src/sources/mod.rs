@@ -323,9 +323,6 @@ impl Sources {
     ) -> Result<Prepared<'s, 'r>, CallError> {
         let endpoint = request.endpoint();
         let meta = endpoint.meta();
-        if let Some((parameter, message)) = crate::platforms::refusal(request) {
-            return Err(CallError::Refused { parameter, message });
-        }
         let mut chain: Vec<&Entry> = self.chain(endpoint).collect();
         if chain.is_empty() {
             return Err(CallError::NotConfigured(format!(

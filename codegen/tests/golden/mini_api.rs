@@ -138,6 +138,14 @@ pub mod demo {
             let v_type = p
                 .text("type", 1u32, 64u32, Some(&grammar::DEMO_SEARCH_TYPE), None);
             p.one_of(&["query", "slug"]);
+            p.requires(
+                &["type"],
+                "sort",
+                crate::request::Needed::OneOf(&["top"]),
+                Some("new"),
+            );
+            p.requires(&["type"], "slug", crate::request::Needed::Present, None);
+            p.exclusive(&["query", "type"]);
             p.finish()?;
             Ok(Self {
                 query: v_query,
@@ -282,6 +290,16 @@ pub static ENDPOINTS: [crate::request::EndpointMeta; 2usize] = [
             },
         ],
         one_of: &[&["query", "slug"]],
+        requires: &[
+            crate::request::RuleMeta {
+                when: &["type"],
+                then: &[
+                    ("sort", crate::request::Needed::OneOf(&["top"])),
+                    ("slug", crate::request::Needed::Present),
+                ],
+            },
+        ],
+        exclusive: &[&["query", "type"]],
     },
     crate::request::EndpointMeta {
         path: "/v1/demo/item",
@@ -301,6 +319,8 @@ pub static ENDPOINTS: [crate::request::EndpointMeta; 2usize] = [
             },
         ],
         one_of: &[],
+        requires: &[],
+        exclusive: &[],
     },
 ];
 /// A validated request to any platform endpoint.

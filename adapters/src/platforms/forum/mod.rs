@@ -21,28 +21,11 @@ pub mod reddit_json;
 
 use serde_json::Value;
 
-use crate::api::Request;
-use crate::api::forum::CommunityPostsSort;
 use crate::item::Item;
 use crate::upstream::{dates, html, json};
 
 pub const PLATFORM: &str = "forum";
 const SITE: &str = "https://www.reddit.com";
-
-/// A combination no source may serve (see `platforms::refusal`).
-pub fn refusal(request: &Request) -> Option<(String, String)> {
-    match request {
-        Request::ForumCommunityPosts(r)
-            if r.sort != CommunityPostsSort::New && (r.after.is_some() || r.before.is_some()) =>
-        {
-            Some((
-                "sort".into(),
-                "`after` and `before` combine only with sort=new; drop them or use sort=new".into(),
-            ))
-        }
-        _ => None,
-    }
-}
 
 /// `t3_abc` -> `abc`.
 pub fn strip_kind(id: &str) -> String {
