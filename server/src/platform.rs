@@ -174,14 +174,14 @@ fn call_error(request: &Request, e: CallError) -> ApiError {
         )
         .with_fix("retry in a minute"),
         CallError::Upstream(why) => ApiError::new(ErrorCode::UpstreamError, why),
-        CallError::BadCursor => {
+        CallError::BadCursor(refusal) => {
             let meta = request.endpoint().meta();
             ApiError::validation(
                 Violations(vec![Violation {
                     parameter: "cursor".into(),
                     location: Location::Query,
                     rule: "format",
-                    message: "`cursor` is not a cursor this service issued; pass `data.next_cursor` of the previous page unchanged".into(),
+                    message: format!("`cursor` {}", refusal.message()),
                 }]),
                 meta.example,
             )

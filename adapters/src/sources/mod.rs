@@ -8,7 +8,7 @@ pub mod health;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -84,8 +84,9 @@ pub enum CallError {
     AllSourcesFailed(String),
     /// A source answered with an error nothing can work around (424 UPSTREAM_ERROR).
     Upstream(String),
-    /// The client's cursor was not issued by this service (422 on `cursor`).
-    BadCursor,
+    /// The client's cursor was not issued by this service, was altered, belongs to another
+    /// endpoint or source, or expired (422 on `cursor`).
+    BadCursor(cursor::Refusal),
     /// The parameters cannot be served: each is valid but they cannot go together, or one names
     /// something the service will not contact (a host that is not public). 422 naming
     /// `parameter`; nothing was sent upstream.
@@ -178,6 +179,8 @@ pub struct Sources {
     guard: Arc<HostGuard>,
     entries: Vec<Entry>,
     call_deadline: Duration,
+    /// Seal and open client cursors; replaced on a rotation (see `set_cursor_keys`).
+    cursor_keys: RwLock<Arc<cursor::CursorKeys>>,
 }
 
 /// A call that passed every check that needs no upstream: see [`Sources::prepare`].
@@ -210,6 +213,8 @@ pub struct SourceInfo {
 }
 
 impl Sources {
+    /// The configured sources, sealing cursors with a secret of this process only until
+    /// [`Sources::set_cursor_keys`] hands over the deployment's shared one.
     pub fn new(config: &SourcesConfig) -> Result<Self, String> {
         let http = Http::new()?;
         let guard = Arc::new(HostGuard::new(
@@ -243,7 +248,22 @@ impl Sources {
             guard,
             entries,
             call_deadline: Duration::from_millis(config.call_deadline_ms),
+            cursor_keys: RwLock::new(Arc::new(cursor::CursorKeys::new(
+                cursor::CursorKey::ephemeral(),
+            ))),
         })
+    }
+
+    /// The secrets cursors are sealed and opened with from now on (at start and after a rotation).
+    pub fn set_cursor_keys(&self, keys: cursor::CursorKeys) {
+        *self.cursor_keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
+    }
+
+    fn cursor_keys(&self) -> Arc<cursor::CursorKeys> {
+        self.cursor_keys
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn list(&self) -> Vec<SourceInfo> {
@@ -334,8 +354,13 @@ impl Sources {
             )));
         }
         // Checked after the chain: a deployment without a source says so before judging a cursor.
+        // Opening verifies the seal, the endpoint and the expiry, so nothing of a forged cursor
+        // is ever used.
         let resume = match request.cursor() {
-            Some(c) => Some(cursor::decode(c).ok_or(CallError::BadCursor)?),
+            Some(c) => Some(
+                cursor::open(&self.cursor_keys(), c, meta.path, cursor::now())
+                    .map_err(CallError::BadCursor)?,
+            ),
             None => None,
         };
         // A follow-up page goes to the source that made the cursor, and only to it: another
@@ -343,7 +368,7 @@ impl Sources {
         if let Some((source_id, _)) = &resume {
             chain.retain(|e| e.source.meta().id == source_id);
             if chain.is_empty() {
-                return Err(CallError::BadCursor);
+                return Err(CallError::BadCursor(cursor::Refusal::SourceGone));
             }
         } else {
             chain.retain(|e| e.source.serves(request));
@@ -447,10 +472,23 @@ impl Sources {
                 Ok(mut page) => {
                     // An endpoint without a `cursor` parameter cannot take a next page.
                     let pages = meta.params.iter().any(|p| p.name == "cursor");
-                    page.next_cursor = page
-                        .next_cursor
-                        .filter(|_| pages)
-                        .map(|c| cursor::encode(id, &c));
+                    page.next_cursor = page.next_cursor.filter(|_| pages).and_then(|state| {
+                        let sealed = cursor::seal(
+                            &self.cursor_keys(),
+                            id,
+                            meta.path,
+                            &state,
+                            cursor::now(),
+                        );
+                        if sealed.is_none() {
+                            tracing::warn!(
+                                source = id,
+                                state_len = state.len(),
+                                "the next page's cursor would exceed the 4096-character limit; none is offered"
+                            );
+                        }
+                        sealed
+                    });
                     if page.total.is_none() {
                         page.total = Some(page.items.len() as u64);
                     }
