@@ -1,8 +1,11 @@
-//! Sealed cursors end to end, on the X API's user timeline (`/v1/microblog/profile/posts`), whose
-//! cursor carries the user id that goes into the upstream path with the operator's token: a forged,
+//! What a client can put into an upstream request, and what it learns back.
+//!
+//! Sealed cursors, on the X API's user timeline (`/v1/microblog/profile/posts`), whose cursor carries the user id that goes into the upstream path with the operator's token: a forged,
 //! altered or foreign cursor is a 422 naming `cursor`, sends nothing upstream and leaves no ledger
 //! row; a genuine one works, also after a restart and, within the window, after a rotation of the
-//! secret; a running instance picks up a rotation by itself.
+//! secret; a running instance picks up a rotation by itself. A failing upstream is named in the
+//! 424 by source id and what went wrong, never by URL, host or credential; the log has the detail
+//! with the request id, still without the credential.
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +18,8 @@ use crate::on_both_databases;
 
 on_both_databases!(
     forged_and_foreign_cursors_are_refused_before_anything_happens,
-    rotation_reaches_a_running_instance
+    rotation_reaches_a_running_instance,
+    upstream_failures_name_no_url_host_or_credential,
 );
 
 const EMAIL: &str = "cursors@example.com";
@@ -246,4 +250,66 @@ async fn rotation_reaches_a_running_instance(b: Backend) {
     let fresh = page(&env, &key, None).await.expect("a next page");
     assert_eq!(page(&env, &key, Some(&fresh)).await, None);
     env.finish(&[&key, TOKEN]).await;
+}
+
+/// The video Data API, whose key goes in the query string, configured on a closed local port under
+/// a recognisable path.
+async fn upstream_failures_name_no_url_host_or_credential(b: Backend) {
+    const CREDENTIAL: &str = "CRED-marker-9f2e51";
+    const MARKER: &str = "marker-path-7431";
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let base = format!("http://127.0.0.1:{port}/{MARKER}/youtube/v3");
+    let up = FakeUpstream::start().await;
+    let extra = only_sources(
+        "",
+        &[at("video.data_api", base).with(&format!("credential = \"{CREDENTIAL}\""))],
+    );
+    let opts = Options {
+        extra,
+        ..Options::default()
+    };
+    let algolia = up.url("/api/v1");
+    let Some(env) = Env::start_with(b, opts, algolia, up).await else {
+        return;
+    };
+    let (_, key) = env.account_with_key(EMAIL).await;
+    let res = env
+        .http
+        .get(env.url("/v1/video/search?query=rust"))
+        .header("x-api-key", &key)
+        .send()
+        .await
+        .expect("request");
+    let request_id = res.headers()["x-request-id"]
+        .to_str()
+        .expect("id")
+        .to_string();
+    let text = res.text().await.expect("body");
+    let body: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(error_type(&body), "ALL_SOURCES_FAILED", "{text}");
+    let message = body["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("video.data_api"),
+        "names the source: {text}"
+    );
+    assert!(
+        message.contains("connection refused"),
+        "says what went wrong: {text}"
+    );
+    for hidden in [MARKER, "127.0.0.1", &port.to_string(), CREDENTIAL] {
+        assert!(!text.contains(hidden), "{hidden} in the answer: {text}");
+    }
+    assert!(!message.contains("http"), "no URL in the message: {text}");
+    assert_eq!(env.stored_balance(EMAIL).await, 50, "nothing charged");
+    // The operator's detail: the URL (without its query string) under the request id.
+    let log = env.server.log_text();
+    assert!(
+        log.lines().any(|l| l.contains(&request_id)
+            && l.contains(MARKER)
+            && l.contains("connection refused")),
+        "no log line with the request id and the upstream URL:\n{log}"
+    );
+    env.finish(&[&key, CREDENTIAL]).await;
 }

@@ -216,7 +216,6 @@ impl Sources {
     /// The configured sources, sealing cursors with a secret of this process only until
     /// [`Sources::set_cursor_keys`] hands over the deployment's shared one.
     pub fn new(config: &SourcesConfig) -> Result<Self, String> {
-        let http = Http::new()?;
         let guard = Arc::new(HostGuard::new(
             config.allow_private_hosts,
             config.host_overrides.clone(),
@@ -240,6 +239,12 @@ impl Sources {
             });
         }
         config.check_known(entries.iter().map(|e| e.source.meta().id))?;
+        // The operator's hosts are trusted as configured; redirects elsewhere pass the guard.
+        let trusted = entries
+            .iter()
+            .filter_map(|e| host_of(&e.settings.base_url).map(str::to_string))
+            .collect();
+        let http = Http::new(guard.clone(), trusted)?;
         // Chain order: the configured order of each platform first, then the built-in order.
         entries.sort_by_key(|e| config.position(e.source.meta().platform, e.source.meta().id));
         Ok(Sources {
@@ -450,6 +455,7 @@ impl Sources {
                 continue;
             }
             let ctx = Ctx {
+                source: id,
                 http,
                 base_url: &base_url,
                 credential,
@@ -497,19 +503,77 @@ impl Sources {
                 Err(e) if e.falls_back() => {
                     tracing::warn!(source = id, error = %e, "source failed; trying the next");
                     all_not_configured &= matches!(e, SourceError::NotConfigured(_));
-                    failures.push(format!("{id}: {e}"));
+                    failures.push(format!("{id}: {}", public(&e, &base_url, credential)));
                 }
                 Err(SourceError::NotFound) => {
                     return Err(CallError::Upstream(format!(
                         "{id} found nothing for this request"
                     )));
                 }
-                Err(e) => return Err(CallError::Upstream(format!("{id}: {e}"))),
+                Err(e) => {
+                    tracing::warn!(source = id, error = %e, "source refused the request");
+                    let why = public(&e, &base_url, credential);
+                    return Err(CallError::Upstream(format!("{id}: {why}")));
+                }
             }
         }
         if all_not_configured {
             return Err(CallError::NotConfigured(failures.join("; ")));
         }
         Err(CallError::AllSourcesFailed(failures.join("; ")))
+    }
+}
+
+/// A source's failure as a client may read it: what went wrong, with any URL, the upstream's host
+/// and the credential taken out (an upstream's own message may quote them). The log keeps the rest.
+fn public(e: &SourceError, base_url: &str, credential: Option<&str>) -> String {
+    let mut text = e
+        .to_string()
+        .split(' ')
+        .map(|word| if word.contains("://") { "<link>" } else { word })
+        .collect::<Vec<_>>()
+        .join(" ");
+    if let Some(secret) = credential.filter(|c| !c.is_empty()) {
+        text = text.replace(secret, "<redacted>");
+    }
+    if let Some(host) = host_of(base_url).filter(|h| !h.is_empty()) {
+        text = replace_ignoring_case(&text, host, "the upstream");
+    }
+    text
+}
+
+fn replace_ignoring_case(text: &str, needle: &str, with: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let needle = needle.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(found) = lower[at..].find(&needle) {
+        out.push_str(&text[at..at + found]);
+        out.push_str(with);
+        at += found + needle.len();
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_failures_name_no_url_host_or_credential() {
+        let e = SourceError::Rejected(
+            "answered 400: see https://api.example.com/docs?key=K3Y for API.EXAMPLE.COM; K3Y"
+                .into(),
+        );
+        let text = public(&e, "https://api.example.com/v2", Some("K3Y"));
+        assert_eq!(
+            text,
+            "request refused: answered 400: see <link> for the upstream; <redacted>"
+        );
+        assert_eq!(
+            public(&SourceError::RateLimited, "https://x.test", None),
+            "rate-limited by the upstream"
+        );
     }
 }
