@@ -214,3 +214,209 @@ async fn at_most_three_redirects_are_followed() {
         paths(&up)
     );
 }
+
+/// `%XX` sequences decoded (and nothing else), to compare what arrived with what was sent.
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Every source that puts a client's value into a URL path: a hostile value is refused by the
+/// parameter's grammar or the path helper (nothing sent), or arrives as exactly one segment that
+/// decodes back to the value.
+#[tokio::test]
+async fn hostile_values_never_change_an_upstream_path() {
+    let up = FakeUpstream::start().await;
+    // (source, base path, endpoint, query with `{}` for the value, path before the value, after it)
+    let cases: &[(&str, &str, EndpointId, &str, &str, &str)] = &[
+        (
+            "code.github",
+            "/gh",
+            EndpointId::CodeProfile,
+            "handle={}",
+            "/gh/users/",
+            "",
+        ),
+        (
+            "code.github",
+            "/gh",
+            EndpointId::CodeRepo,
+            "id={}%2Fname",
+            "/gh/repos/",
+            "/name",
+        ),
+        (
+            "code.github",
+            "/gh",
+            EndpointId::CodeRepo,
+            "id=owner%2F{}",
+            "/gh/repos/owner/",
+            "",
+        ),
+        (
+            "forum.reddit_json",
+            "/rd",
+            EndpointId::ForumCommunity,
+            "community={}",
+            "/rd/r/",
+            "/about.json",
+        ),
+        (
+            "forum.reddit_json",
+            "/rd",
+            EndpointId::ForumProfile,
+            "handle={}",
+            "/rd/user/",
+            "/about.json",
+        ),
+        (
+            "forum.reddit_json",
+            "/rd",
+            EndpointId::ForumPost,
+            "id={}",
+            "/rd/comments/",
+            ".json",
+        ),
+        (
+            "techforum.algolia",
+            "/al",
+            EndpointId::TechforumStory,
+            "id={}",
+            "/al/items/",
+            "",
+        ),
+        (
+            "techforum.algolia",
+            "/al",
+            EndpointId::TechforumProfile,
+            "handle={}",
+            "/al/users/",
+            "",
+        ),
+        (
+            "techforum.firebase",
+            "/fb",
+            EndpointId::TechforumProfile,
+            "handle={}",
+            "/fb/user/",
+            ".json",
+        ),
+        (
+            "microblog.fxtwitter",
+            "/fx",
+            EndpointId::MicroblogProfile,
+            "handle={}",
+            "/fx/",
+            "",
+        ),
+        (
+            "microblog.fxtwitter",
+            "/fx",
+            EndpointId::MicroblogPost,
+            "id={}",
+            "/fx/status/",
+            "",
+        ),
+        (
+            "microblog.x_api",
+            "/x",
+            EndpointId::MicroblogProfile,
+            "handle={}",
+            "/x/users/by/username/",
+            "",
+        ),
+        (
+            "fediverse.mastodon",
+            "",
+            EndpointId::FediverseTag,
+            "query={}",
+            "/api/v1/timelines/tag/",
+            "",
+        ),
+    ];
+    let hostile = [
+        "..",
+        ".",
+        "a/b",
+        "x?y",
+        "x#y",
+        "%2e%2e",
+        "../../admin",
+        "a b",
+    ];
+    let mut sent = 0;
+    for (id, base, endpoint, query, before, after) in cases {
+        // Only this source is on, so nothing can fall back to a real upstream.
+        let mut tables: Vec<support::SourceAt> = adapters::sources::all()
+            .iter()
+            .map(|s| s.meta().id)
+            .filter(|other| other != id)
+            .map(support::disabled)
+            .collect();
+        tables.push(at(id, up.url(base)).credential(Some("cred")));
+        let s = sources(&tables);
+        for value in hostile {
+            up.reset();
+            let query = query.replace("{}", &enc(value));
+            let Ok(request) = endpoint.parse(&query) else {
+                continue; // refused by the grammar: 422, nothing sent
+            };
+            let _ = s.call(&request).await;
+            for seen in up.seen() {
+                sent += 1;
+                let rest = seen
+                    .path
+                    .strip_prefix(before)
+                    .and_then(|r| r.strip_suffix(after))
+                    .unwrap_or_else(|| panic!("{id} {value:?}: sent {}", seen.path));
+                assert!(!rest.contains('/'), "{id} {value:?}: {}", seen.path);
+                assert_eq!(percent_decoded(rest), *value, "{id}: {}", seen.path);
+            }
+        }
+    }
+    assert!(sent > 0, "at least the tag reaches an upstream, encoded");
+}
+
+/// A sealed cursor is still refused, before anything is sent, when it has expired or when its
+/// source does not serve the endpoint on this deployment.
+#[tokio::test]
+async fn expired_and_orphaned_cursors_are_refused_before_sending() {
+    let up = FakeUpstream::start().await;
+    let keys = CursorKeys::new(CursorKey::new("t1", vec![9; 32]).unwrap());
+    let sources = x_api(&up, &keys);
+    let day_ago = cursor::now() - cursor::LIFETIME.as_secs() - 60;
+    let expired = cursor::seal(&keys, "microblog.x_api", EP, "1:tok", day_ago).unwrap();
+    let orphan = cursor::seal(&keys, "microblog.fxtwitter", EP, "1:tok", cursor::now()).unwrap();
+    for (c, why) in [
+        (expired, cursor::Refusal::Expired),
+        (orphan, cursor::Refusal::SourceGone),
+    ] {
+        let result = call(
+            &sources,
+            EndpointId::MicroblogProfilePosts,
+            &format!("handle=XDevelopers&cursor={c}"),
+        )
+        .await;
+        assert_eq!(result.unwrap_err(), CallError::BadCursor(why));
+    }
+    assert!(paths(&up).is_empty(), "sent {:?}", paths(&up));
+}
