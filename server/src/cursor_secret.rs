@@ -75,28 +75,40 @@ fn parse(name: &str, value: &str) -> Result<Stored, String> {
     serde_json::from_str(value).map_err(|_| format!("settings row {name} is not a cursor secret"))
 }
 
-async fn read(db: &Db, name: &str) -> Result<Option<Stored>, String> {
+async fn read(pool: &sqlx::AnyPool, name: &str) -> Result<Option<Stored>, String> {
     let row: Option<(String,)> = sqlx::query_as("SELECT value FROM settings WHERE name = $1")
         .bind(name)
-        .fetch_optional(&db.write)
+        .fetch_optional(pool)
         .await
         .map_err(|e| format!("reading the cursor secret: {e}"))?;
     row.map(|(v,)| parse(name, &v)).transpose()
 }
 
-/// The secrets in force, making the first one when the database has none.
-pub async fn load(db: &Db, config: &Cursors) -> Result<CursorKeys, String> {
+/// Stores a first secret unless one exists (two instances starting at once keep the same one).
+async fn create_if_absent(db: &Db) -> Result<(), String> {
     sqlx::query("INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
         .bind(CURRENT)
         .bind(Stored::fresh().text())
         .execute(&db.write)
         .await
         .map_err(|e| format!("storing the cursor secret: {e}"))?;
-    let current = read(db, CURRENT)
-        .await?
-        .ok_or("the cursor secret vanished right after it was stored")?;
+    Ok(())
+}
+
+/// The secrets in force, making the first one when the database has none. Only reads once the
+/// secret exists, so the periodic reload costs no write.
+pub async fn load(db: &Db, config: &Cursors) -> Result<CursorKeys, String> {
+    let current = match read(&db.read, CURRENT).await? {
+        Some(c) => c,
+        None => {
+            create_if_absent(db).await?;
+            read(&db.write, CURRENT)
+                .await?
+                .ok_or("the cursor secret vanished right after it was stored")?
+        }
+    };
     let mut keys = CursorKeys::new(current.key()?);
-    if let Some(previous) = read(db, PREVIOUS).await? {
+    if let Some(previous) = read(&db.read, PREVIOUS).await? {
         let until = previous.rotated_at.unwrap_or(0).max(0) as u64
             + config.previous_accepted_hours.saturating_mul(3600);
         keys.previous = Some((previous.key()?, until));
@@ -112,19 +124,20 @@ pub struct Rotation {
     pub rotated_at: i64,
 }
 
-/// Makes a new current secret and keeps the one it replaces as `previous`. A compare-and-swap on
-/// the current row, so two rotations at once cannot both demote the same secret.
+/// Makes a new current secret and keeps the one it replaces as `previous`, in one transaction that
+/// writes first: the no-op update takes the write lock up front on SQLite (a read first could not
+/// be upgraded beside a running server) and the row lock on PostgreSQL, so two rotations at once
+/// run one after the other; the compare-and-swap below is a second guard.
 pub async fn rotate(db: &Db) -> Result<Rotation, String> {
     let fail = |e: sqlx::Error| format!("rotating the cursor secret: {e}");
-    // Makes sure there is a current secret to rotate away.
-    sqlx::query("INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
-        .bind(CURRENT)
-        .bind(Stored::fresh().text())
-        .execute(&db.write)
-        .await
-        .map_err(fail)?;
+    create_if_absent(db).await?;
     for _ in 0..5 {
         let mut tx = db.write.begin().await.map_err(fail)?;
+        sqlx::query("UPDATE settings SET value = value WHERE name = $1")
+            .bind(CURRENT)
+            .execute(&mut *tx)
+            .await
+            .map_err(fail)?;
         let (old_text,): (String,) = sqlx::query_as("SELECT value FROM settings WHERE name = $1")
             .bind(CURRENT)
             .fetch_one(&mut *tx)
@@ -222,6 +235,15 @@ mod tests {
         let (prev, until) = after.previous.expect("the previous secret is kept");
         assert_eq!(prev.id(), a.current.id());
         assert_eq!(until, r.rotated_at as u64 + 24 * 3600);
+        // Two rotations at once: one after the other, each demoting the secret the other made
+        // or found, never the same one twice.
+        let (x, y) = tokio::join!(rotate(&db), rotate(&db));
+        let (x, y) = (x.unwrap(), y.unwrap());
+        assert!(
+            (x.previous_key_id == r.key_id && y.previous_key_id == x.key_id)
+                || (y.previous_key_id == r.key_id && x.previous_key_id == y.key_id),
+            "{r:?} {x:?} {y:?}"
+        );
         db.close().await;
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::accounts_support::{Backend, Env, Options, admin, at, error_type, only_sources};
+use crate::accounts_support::{Backend, Env, Options, TestDb, admin, at, error_type, only_sources};
 use crate::fake_upstream::{FakeUpstream, Route};
 use crate::on_both_databases;
 
@@ -20,6 +20,7 @@ on_both_databases!(
     forged_and_foreign_cursors_are_refused_before_anything_happens,
     rotation_reaches_a_running_instance,
     upstream_failures_name_no_url_host_or_credential,
+    instances_starting_together_share_one_secret,
 );
 
 const EMAIL: &str = "cursors@example.com";
@@ -312,4 +313,42 @@ async fn upstream_failures_name_no_url_host_or_credential(b: Backend) {
         "no log line with the request id and the upstream URL:\n{log}"
     );
     env.finish(&[&key, CREDENTIAL]).await;
+}
+
+/// Two instances on one database, starting at once, make one secret between them; rotations at
+/// once run one after the other.
+async fn instances_starting_together_share_one_secret(b: Backend) {
+    let Some(test_db) = TestDb::new(b).await else {
+        return;
+    };
+    let (one, two) = (test_db.connect().await, test_db.connect().await);
+    let config = server::config::Cursors::default();
+    let (k1, k2) = tokio::join!(
+        server::cursor_secret::load(&one, &config),
+        server::cursor_secret::load(&two, &config)
+    );
+    let (k1, k2) = (k1.expect("load"), k2.expect("load"));
+    assert_eq!(k1.current.id(), k2.current.id());
+    let (r1, r2) = tokio::join!(
+        server::cursor_secret::rotate(&one),
+        server::cursor_secret::rotate(&two)
+    );
+    let (r1, r2) = (r1.expect("rotate"), r2.expect("rotate"));
+    let first = k1.current.id();
+    assert!(
+        (r1.previous_key_id == first && r2.previous_key_id == r1.key_id)
+            || (r2.previous_key_id == first && r1.previous_key_id == r2.key_id),
+        "{r1:?} {r2:?}"
+    );
+    let after = server::cursor_secret::load(&one, &config)
+        .await
+        .expect("load");
+    let last = if r2.previous_key_id == r1.key_id {
+        &r2
+    } else {
+        &r1
+    };
+    assert_eq!(after.current.id(), last.key_id);
+    one.close().await;
+    two.close().await;
 }

@@ -62,10 +62,11 @@ impl Source for Mastodon {
                     Ok(page(statuses, &host))
                 }
                 Request::FediverseSearch(r) => {
+                    // The message names no host: the 501 reaches the client.
                     let token = ctx.credential.ok_or_else(|| {
-                        SourceError::NotConfigured(format!(
-                            "no search token for the instance {host} on this deployment"
-                        ))
+                        SourceError::NotConfigured(
+                            "this deployment holds no search token for that instance".into(),
+                        )
                     })?;
                     let req = ctx.get("api/v2/search").bearer_auth(token).query(&[
                         ("q", r.query.as_str()),
