@@ -91,21 +91,20 @@ impl Http {
 
 /// Why a redirect to `url` (after `hops` earlier URLs) is not followed, if it is not.
 fn redirect_refusal(guard: &guard::HostGuard, url: &reqwest::Url, hops: usize) -> Option<String> {
-    if hops > MAX_REDIRECTS {
-        return Some(format!("more than {MAX_REDIRECTS} redirects"));
-    }
-    if !matches!(url.scheme(), "http" | "https") {
-        return Some(format!("a redirect to a {} URL", url.scheme()));
-    }
-    let Some(host) = url.host_str() else {
-        return Some("redirect refused: the URL has no host".into());
+    let why = if hops > MAX_REDIRECTS {
+        format!("more than {MAX_REDIRECTS} redirects")
+    } else if !matches!(url.scheme(), "http" | "https") {
+        format!("a {} URL", url.scheme())
+    } else {
+        let Some(host) = url.host_str() else {
+            return Some("redirect refused: the URL has no host".into());
+        };
+        // An address literal never reaches a resolver, so it is judged here; names are vetted
+        // when they are resolved (`TrustingResolver`).
+        let ip = host.trim_matches(['[', ']']).parse().ok()?;
+        format!("{host} is a {} address", guard.refuses_address(ip)?)
     };
-    // An address literal never reaches a resolver, so it is judged here; names are vetted when
-    // they are resolved (`TrustingResolver`).
-    let ip = host.trim_matches(['[', ']']).parse().ok()?;
-    guard
-        .refuses_address(ip)
-        .map(|why| format!("redirect refused: {host} is a {why} address"))
+    Some(format!("redirect refused: {why}"))
 }
 
 /// What a source needs for one call: the client, its configured base URL and credential, the
@@ -411,5 +410,43 @@ pub mod json {
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirect_refusals_say_why() {
+        let strict = guard::HostGuard::new(false, Default::default());
+        let why = |url: &str, hops| redirect_refusal(&strict, &url.parse().unwrap(), hops);
+        assert_eq!(
+            why("https://example.com/x", 1),
+            None,
+            "names are vetted on resolve"
+        );
+        assert_eq!(why("https://93.184.215.14/x", 3), None);
+        assert_eq!(
+            why("https://93.184.215.14/x", 4).as_deref(),
+            Some("redirect refused: more than 3 redirects")
+        );
+        assert_eq!(
+            why("http://169.254.169.254/latest", 1).as_deref(),
+            Some("redirect refused: 169.254.169.254 is a link-local or metadata address")
+        );
+        assert_eq!(
+            why("http://[::1]:8080/", 1).as_deref(),
+            Some("redirect refused: [::1] is a loopback address")
+        );
+        assert_eq!(
+            why("file:///etc/passwd", 1).as_deref(),
+            Some("redirect refused: a file URL")
+        );
+        let lenient = guard::HostGuard::new(true, Default::default());
+        assert_eq!(
+            redirect_refusal(&lenient, &"http://127.0.0.1/".parse().unwrap(), 1),
+            None
+        );
     }
 }
