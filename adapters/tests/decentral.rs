@@ -108,7 +108,7 @@ async fn search_pages_through_the_same_source() {
             "query=rust&cursor=bogus"
         )
         .await,
-        Err(CallError::BadCursor)
+        Err(CallError::BadCursor(_))
     ));
 }
 

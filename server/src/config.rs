@@ -29,6 +29,27 @@ pub struct Config {
     pub signin: Signin,
     /// Upstream sources: base URLs, credentials, enablement and chain order.
     pub sources: adapters::sources::SourcesConfig,
+    pub cursors: Cursors,
+}
+
+/// The secret that seals pagination cursors (kept in the database; see `cursor_secret`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Cursors {
+    /// How long cursors sealed with the secret before a rotation stay accepted after it.
+    pub previous_accepted_hours: u64,
+    /// How often a running instance re-reads the secret, so a rotation reaches every instance.
+    pub reload_seconds: u64,
+}
+
+impl Default for Cursors {
+    fn default() -> Self {
+        // A cursor lives 24 hours, so every cursor issued before a rotation stays usable.
+        Cursors {
+            previous_accepted_hours: 24,
+            reload_seconds: 30,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -152,6 +173,7 @@ impl std::fmt::Debug for Config {
             .field("mail", &self.mail)
             .field("signin", &self.signin)
             .field("sources", &self.sources)
+            .field("cursors", &self.cursors)
             .finish()
     }
 }
@@ -170,6 +192,7 @@ impl Default for Config {
             mail: Mail::default(),
             signin: Signin::default(),
             sources: Default::default(),
+            cursors: Cursors::default(),
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod auth;
 pub mod billing;
 pub mod config;
+pub mod cursor_secret;
 pub mod db;
 pub mod error;
 pub mod http;
@@ -52,11 +53,15 @@ impl AppState {
     pub async fn with_db(config: Config, db: db::Db) -> Result<Self, String> {
         let sources = adapters::sources::Sources::new(&config.sources)?;
         let accounts = accounts::Accounts::start(&config, db).await?;
-        Ok(AppState(Arc::new(Inner {
+        // Cursors are sealed with the deployment's shared secret, re-read so rotations arrive.
+        sources.set_cursor_keys(cursor_secret::load(&accounts.db, &config.cursors).await?);
+        let state = AppState(Arc::new(Inner {
             config,
             sources,
             accounts,
-        })))
+        }));
+        cursor_secret::keep_loading(Arc::downgrade(&state.0), &state.config.cursors);
+        Ok(state)
     }
 
     /// Releases holds left by a crash (every hold older than `cutoff`), then keeps releasing holds

@@ -80,6 +80,9 @@ enum Admin {
         #[arg(long)]
         email: String,
     },
+    /// Replace the secret that seals pagination cursors; the previous one stays accepted for
+    /// `[cursors] previous_accepted_hours`. Prints the key ids as JSON, never a secret.
+    RotateCursorSecret,
 }
 
 fn main() -> ExitCode {
@@ -253,6 +256,10 @@ async fn admin(config: Config, command: Admin) -> Result<String, String> {
                 .map_err(fail)?
                 .ok_or_else(|| format!("no account for {email}"))?;
             serde_json::to_string_pretty(&view).unwrap_or_default()
+        }
+        Admin::RotateCursorSecret => {
+            let rotation = server::cursor_secret::rotate(&a.db).await?;
+            serde_json::json!({ "ok": true, "rotation": rotation }).to_string()
         }
     };
     a.ledger.shutdown().await;

@@ -29,9 +29,14 @@ pub async fn serve(state: AppState, endpoint: EndpointId, req: HttpRequest) -> R
         .map(|v| v.to_str().unwrap_or("").trim().to_string());
     let query = req.uri().query().unwrap_or("").to_string();
     drop(req);
-    let task = tokio::spawn(crate::http::in_context(
-        ctx.clone(),
-        call(state, endpoint, key_header, query, ctx.request_id.clone()),
+    // Every log line of the call (an upstream's failure in detail) carries the request id.
+    let span = tracing::info_span!("call", request_id = %ctx.request_id);
+    let task = tokio::spawn(tracing::Instrument::instrument(
+        crate::http::in_context(
+            ctx.clone(),
+            call(state, endpoint, key_header, query, ctx.request_id.clone()),
+        ),
+        span,
     ));
     match task.await {
         Ok(res) => res,
@@ -174,14 +179,14 @@ fn call_error(request: &Request, e: CallError) -> ApiError {
         )
         .with_fix("retry in a minute"),
         CallError::Upstream(why) => ApiError::new(ErrorCode::UpstreamError, why),
-        CallError::BadCursor => {
+        CallError::BadCursor(refusal) => {
             let meta = request.endpoint().meta();
             ApiError::validation(
                 Violations(vec![Violation {
                     parameter: "cursor".into(),
                     location: Location::Query,
                     rule: "format",
-                    message: "`cursor` is not a cursor this service issued; pass `data.next_cursor` of the previous page unchanged".into(),
+                    message: format!("`cursor` {}", refusal.message()),
                 }]),
                 meta.example,
             )

@@ -199,7 +199,23 @@ fn cases() -> Vec<Case> {
             add(pairs, Some(group[1]), format!("{group:?} together"));
         }
         if e.params.iter().any(|p| p.name == "cursor") {
-            for forged in FORGED_CURSORS {
+            // The unsigned form of earlier releases, `base64url(source id, newline, state)`, naming
+            // each source that serves the endpoint, with a hostile state: refused by the signature
+            // before the source could read it.
+            let own_source: Vec<String> = adapters::sources::all()
+                .iter()
+                .filter(|s| s.meta().endpoints.contains(&id))
+                .map(|s| {
+                    use base64::Engine as _;
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .encode(format!("{}\n../../admin?x=1", s.meta().id))
+                })
+                .collect();
+            for forged in FORGED_CURSORS
+                .iter()
+                .copied()
+                .chain(own_source.iter().map(String::as_str))
+            {
                 let parameter = served_here(id).then_some("cursor");
                 add(
                     with(&base, "cursor", forged.to_string()),

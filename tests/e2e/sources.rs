@@ -268,8 +268,9 @@ async fn decentral_search_pages(b: Backend) {
     assert_eq!(env.charged().await, 2 * price);
 
     // Forged cursors: not one this service issued, or one of another platform's source.
-    let other = adapters::upstream::cursor::encode("forum.reddit_json", "t3_1abc2df");
-    for forged in ["not-a-cursor", "AAAA", other.as_str()] {
+    // `other`: the unsigned format cursors had before they were sealed (another source's state).
+    let other = "Zm9ydW0ucmVkZGl0X2pzb24KdDNfMWFiYzJkZg";
+    for forged in ["not-a-cursor", "AAAA", other] {
         let reply = call(
             &env,
             &key,

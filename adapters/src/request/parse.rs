@@ -25,20 +25,52 @@ pub fn id_list(v: &str) -> Result<Vec<String>, String> {
 }
 
 /// The 11-character video id out of an id, a long watch URL (`v` query parameter) or a short link.
+/// The URL is read by its parts (host, path, query pairs), so the id returned is the one the
+/// grammar validated: a `v=` anywhere in the query, other parameters (`t`, `list`) around it, and
+/// no second reading (a `youtu.be/` inside a query, a second `v`) that could pick another value.
 pub fn video_id(v: &str) -> Result<String, String> {
-    if !v.contains('/') {
-        return Ok(v.to_string());
+    let is_id = |s: &str| {
+        s.len() == 11
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    let Some((scheme, rest)) = v.split_once("://") else {
+        return if is_id(v) {
+            Ok(v.to_string())
+        } else {
+            Err("not an 11-character video id".into())
+        };
+    };
+    if !matches!(scheme, "http" | "https") {
+        return Err("the watch URL is not http(s)".into());
     }
-    if let Some(rest) = v.split_once("youtu.be/").map(|(_, r)| r) {
-        return Ok(rest.chars().take(11).collect());
+    let rest = rest.split('#').next().unwrap_or("");
+    let (host_path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (host, path) = host_path.split_once('/').unwrap_or((host_path, ""));
+    let host = host.to_ascii_lowercase();
+    let id = if host == "youtu.be" {
+        path.to_string()
+    } else if matches!(
+        host.as_str(),
+        "youtube.com" | "www.youtube.com" | "m.youtube.com" | "music.youtube.com"
+    ) && path == "watch"
+    {
+        let mut ids = query.split('&').filter_map(|pair| pair.strip_prefix("v="));
+        match (ids.next(), ids.next()) {
+            (Some(id), None) => id.to_string(),
+            (None, _) => return Err("the watch URL has no `v` parameter".into()),
+            (Some(_), Some(_)) => {
+                return Err("the watch URL has more than one `v` parameter".into());
+            }
+        }
+    } else {
+        return Err("not a watch URL of the video site".into());
+    };
+    if is_id(&id) {
+        Ok(id)
+    } else {
+        Err("the watch URL does not carry an 11-character video id".into())
     }
-    let query = v.split_once('?').map(|(_, q)| q).unwrap_or("");
-    let query = query.split('#').next().unwrap_or("");
-    query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("v="))
-        .map(|id| id.chars().take(11).collect())
-        .ok_or_else(|| "the watch URL has no `v` parameter".to_string())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -229,8 +261,21 @@ mod tests {
             "https://www.youtube.com/watch?v=dQw4w9WgXcQ",
             "https://youtube.com/watch?feature=share&v=dQw4w9WgXcQ&t=42",
             "https://youtu.be/dQw4w9WgXcQ?t=1",
+            "https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s",
+            "https://www.youtube.com/watch?list=PLx_1&index=2&v=dQw4w9WgXcQ&t=42s#c",
+            "https://m.youtube.com/watch?ref=youtu.be/AAAAAAAAAAA&v=dQw4w9WgXcQ",
         ] {
             assert_eq!(video_id(v).unwrap(), "dQw4w9WgXcQ", "{v}");
+        }
+        // Readings where another value than the validated id could be taken are refused.
+        for v in [
+            "https://www.youtube.com/watch?v=..%2F..%2Fx&v=dQw4w9WgXcQ",
+            "https://www.youtube.com/watch?v=short&v=dQw4w9WgXcQ",
+            "https://www.youtube.com/watch?x=1#&v=dQw4w9WgXcQ",
+            "https://example.com/watch?v=dQw4w9WgXcQ",
+            "https://youtu.be/dQw4w9WgXcQ/extra",
+        ] {
+            assert!(video_id(v).is_err(), "{v}");
         }
     }
 

@@ -8,7 +8,7 @@ pub mod health;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -84,8 +84,9 @@ pub enum CallError {
     AllSourcesFailed(String),
     /// A source answered with an error nothing can work around (424 UPSTREAM_ERROR).
     Upstream(String),
-    /// The client's cursor was not issued by this service (422 on `cursor`).
-    BadCursor,
+    /// The client's cursor was not issued by this service, was altered, belongs to another
+    /// endpoint or source, or expired (422 on `cursor`).
+    BadCursor(cursor::Refusal),
     /// The parameters cannot be served: each is valid but they cannot go together, or one names
     /// something the service will not contact (a host that is not public). 422 naming
     /// `parameter`; nothing was sent upstream.
@@ -178,6 +179,8 @@ pub struct Sources {
     guard: Arc<HostGuard>,
     entries: Vec<Entry>,
     call_deadline: Duration,
+    /// Seal and open client cursors; replaced on a rotation (see `set_cursor_keys`).
+    cursor_keys: RwLock<Arc<cursor::CursorKeys>>,
 }
 
 /// A call that passed every check that needs no upstream: see [`Sources::prepare`].
@@ -210,8 +213,9 @@ pub struct SourceInfo {
 }
 
 impl Sources {
+    /// The configured sources, sealing cursors with a secret of this process only until
+    /// [`Sources::set_cursor_keys`] hands over the deployment's shared one.
     pub fn new(config: &SourcesConfig) -> Result<Self, String> {
-        let http = Http::new()?;
         let guard = Arc::new(HostGuard::new(
             config.allow_private_hosts,
             config.host_overrides.clone(),
@@ -235,6 +239,12 @@ impl Sources {
             });
         }
         config.check_known(entries.iter().map(|e| e.source.meta().id))?;
+        // The operator's hosts are trusted as configured; redirects elsewhere pass the guard.
+        let trusted = entries
+            .iter()
+            .filter_map(|e| host_of(&e.settings.base_url).map(str::to_string))
+            .collect();
+        let http = Http::new(guard.clone(), trusted)?;
         // Chain order: the configured order of each platform first, then the built-in order.
         entries.sort_by_key(|e| config.position(e.source.meta().platform, e.source.meta().id));
         Ok(Sources {
@@ -243,7 +253,22 @@ impl Sources {
             guard,
             entries,
             call_deadline: Duration::from_millis(config.call_deadline_ms),
+            cursor_keys: RwLock::new(Arc::new(cursor::CursorKeys::new(
+                cursor::CursorKey::ephemeral(),
+            ))),
         })
+    }
+
+    /// The secrets cursors are sealed and opened with from now on (at start and after a rotation).
+    pub fn set_cursor_keys(&self, keys: cursor::CursorKeys) {
+        *self.cursor_keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
+    }
+
+    fn cursor_keys(&self) -> Arc<cursor::CursorKeys> {
+        self.cursor_keys
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn list(&self) -> Vec<SourceInfo> {
@@ -331,8 +356,13 @@ impl Sources {
             )));
         }
         // Checked after the chain: a deployment without a source says so before judging a cursor.
+        // Opening verifies the seal, the endpoint and the expiry, so nothing of a forged cursor
+        // is ever used.
         let resume = match request.cursor() {
-            Some(c) => Some(cursor::decode(c).ok_or(CallError::BadCursor)?),
+            Some(c) => Some(
+                cursor::open(&self.cursor_keys(), c, meta.path, cursor::now())
+                    .map_err(CallError::BadCursor)?,
+            ),
             None => None,
         };
         // A follow-up page goes to the source that made the cursor, and only to it: another
@@ -340,7 +370,7 @@ impl Sources {
         if let Some((source_id, _)) = &resume {
             chain.retain(|e| e.source.meta().id == source_id);
             if chain.is_empty() {
-                return Err(CallError::BadCursor);
+                return Err(CallError::BadCursor(cursor::Refusal::SourceGone));
             }
         } else {
             chain.retain(|e| e.source.serves(request));
@@ -422,6 +452,7 @@ impl Sources {
                 continue;
             }
             let ctx = Ctx {
+                source: id,
                 http,
                 base_url: &base_url,
                 credential,
@@ -444,10 +475,23 @@ impl Sources {
                 Ok(mut page) => {
                     // An endpoint without a `cursor` parameter cannot take a next page.
                     let pages = meta.params.iter().any(|p| p.name == "cursor");
-                    page.next_cursor = page
-                        .next_cursor
-                        .filter(|_| pages)
-                        .map(|c| cursor::encode(id, &c));
+                    page.next_cursor = page.next_cursor.filter(|_| pages).and_then(|state| {
+                        let sealed = cursor::seal(
+                            &self.cursor_keys(),
+                            id,
+                            meta.path,
+                            &state,
+                            cursor::now(),
+                        );
+                        if sealed.is_none() {
+                            tracing::warn!(
+                                source = id,
+                                state_len = state.len(),
+                                "the next page's cursor would exceed the 4096-character limit; none is offered"
+                            );
+                        }
+                        sealed
+                    });
                     if page.total.is_none() {
                         page.total = Some(page.items.len() as u64);
                     }
@@ -456,19 +500,77 @@ impl Sources {
                 Err(e) if e.falls_back() => {
                     tracing::warn!(source = id, error = %e, "source failed; trying the next");
                     all_not_configured &= matches!(e, SourceError::NotConfigured(_));
-                    failures.push(format!("{id}: {e}"));
+                    failures.push(format!("{id}: {}", public(&e, &base_url, credential)));
                 }
                 Err(SourceError::NotFound) => {
                     return Err(CallError::Upstream(format!(
                         "{id} found nothing for this request"
                     )));
                 }
-                Err(e) => return Err(CallError::Upstream(format!("{id}: {e}"))),
+                Err(e) => {
+                    tracing::warn!(source = id, error = %e, "source refused the request");
+                    let why = public(&e, &base_url, credential);
+                    return Err(CallError::Upstream(format!("{id}: {why}")));
+                }
             }
         }
         if all_not_configured {
             return Err(CallError::NotConfigured(failures.join("; ")));
         }
         Err(CallError::AllSourcesFailed(failures.join("; ")))
+    }
+}
+
+/// A source's failure as a client may read it: what went wrong, with any URL, the upstream's host
+/// and the credential taken out (an upstream's own message may quote them). The log keeps the rest.
+fn public(e: &SourceError, base_url: &str, credential: Option<&str>) -> String {
+    let mut text = e
+        .to_string()
+        .split(' ')
+        .map(|word| if word.contains("://") { "<link>" } else { word })
+        .collect::<Vec<_>>()
+        .join(" ");
+    if let Some(secret) = credential.filter(|c| !c.is_empty()) {
+        text = text.replace(secret, "<redacted>");
+    }
+    if let Some(host) = host_of(base_url).filter(|h| !h.is_empty()) {
+        text = replace_ignoring_case(&text, host, "the upstream");
+    }
+    text
+}
+
+fn replace_ignoring_case(text: &str, needle: &str, with: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let needle = needle.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(found) = lower[at..].find(&needle) {
+        out.push_str(&text[at..at + found]);
+        out.push_str(with);
+        at += found + needle.len();
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_failures_name_no_url_host_or_credential() {
+        let e = SourceError::Rejected(
+            "answered 400: see https://api.example.com/docs?key=K3Y for API.EXAMPLE.COM; K3Y"
+                .into(),
+        );
+        let text = public(&e, "https://api.example.com/v2", Some("K3Y"));
+        assert_eq!(
+            text,
+            "request refused: answered 400: see <link> for the upstream; <redacted>"
+        );
+        assert_eq!(
+            public(&SourceError::RateLimited, "https://x.test", None),
+            "rate-limited by the upstream"
+        );
     }
 }

@@ -6,7 +6,7 @@
 //! that were checked (no second lookup, no DNS-rebinding window). The guarded client follows no
 //! redirects and uses no proxy.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -169,6 +169,14 @@ impl HostGuard {
         Ok(addrs)
     }
 
+    /// Why the guard refuses to connect to `ip`, or `None` when it may (always, in test mode).
+    pub fn refuses_address(&self, ip: IpAddr) -> Option<&'static str> {
+        if self.allow_private {
+            return None;
+        }
+        blocked_reason(ip)
+    }
+
     fn pinned_addrs(&self, name: &str) -> Option<Vec<IpAddr>> {
         let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
         pinned
@@ -223,6 +231,47 @@ impl reqwest::dns::Resolve for GuardResolver {
                 .vet(&host)
                 .await
                 .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })?;
+            let addrs: reqwest::dns::Addrs =
+                Box::new(addrs.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+            Ok(addrs)
+        })
+    }
+}
+
+/// The resolver of the client for configured upstreams: the operator's configured hosts resolve as
+/// the system resolves them (an operator may run an upstream on a private address on purpose);
+/// every other name, which only a redirect can bring, goes through `HostGuard::vet`.
+pub(crate) struct TrustingResolver {
+    guard: Arc<HostGuard>,
+    trusted: Arc<HashSet<String>>,
+}
+
+impl TrustingResolver {
+    pub(crate) fn new(guard: Arc<HostGuard>, trusted: Vec<String>) -> Arc<Self> {
+        Arc::new(TrustingResolver {
+            guard,
+            trusted: Arc::new(trusted.iter().map(|h| normalize(h)).collect()),
+        })
+    }
+}
+
+impl reqwest::dns::Resolve for TrustingResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let guard = self.guard.clone();
+        let trusted = self.trusted.contains(&normalize(name.as_str()));
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs: Vec<IpAddr> = if trusted {
+                tokio::net::lookup_host((host.as_str(), 0))
+                    .await?
+                    .map(|a| a.ip())
+                    .collect()
+            } else {
+                guard
+                    .vet(&host)
+                    .await
+                    .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })?
+            };
             let addrs: reqwest::dns::Addrs =
                 Box::new(addrs.into_iter().map(|ip| SocketAddr::new(ip, 0)));
             Ok(addrs)

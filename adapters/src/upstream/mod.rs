@@ -7,6 +7,7 @@ pub mod encoding;
 pub mod feed;
 pub mod guard;
 pub mod html;
+pub mod path;
 
 use std::sync::Arc;
 use std::task::Poll;
@@ -26,7 +27,12 @@ pub fn found(item: Option<Item>) -> Result<Page, SourceError> {
 /// Largest upstream body read; bigger answers count as malformed rather than exhausting memory.
 const BODY_MAX: usize = 8 * 1024 * 1024;
 
-/// The one HTTP client (connection pooling, compression, an honest User-Agent, bounded redirects).
+const REDIRECT_REFUSED: &str = "redirected somewhere this service does not follow";
+
+/// Most redirects followed for one request.
+const MAX_REDIRECTS: usize = 3;
+
+/// The one HTTP client (connection pooling, compression, an honest User-Agent, guarded redirects).
 #[derive(Clone)]
 pub struct Http {
     client: reqwest::Client,
@@ -46,10 +52,21 @@ impl Http {
             .pool_idle_timeout(Duration::from_secs(60))
     }
 
-    /// The client for operator-configured upstreams.
-    pub fn new() -> Result<Self, String> {
+    /// The client for operator-configured upstreams. The configured hosts (`trusted`) are reached
+    /// as configured; a redirect is followed only over http(s), at most [`MAX_REDIRECTS`] hops, and
+    /// only to a host the SSRF guard accepts (an address literal is judged by the policy, a name
+    /// by the resolver, which vets every name but the configured ones).
+    pub fn new(guard: Arc<guard::HostGuard>, trusted: Vec<String>) -> Result<Self, String> {
+        let policy_guard = guard.clone();
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            match redirect_refusal(&policy_guard, attempt.url(), attempt.previous().len()) {
+                Some(why) => attempt.error(why),
+                None => attempt.follow(),
+            }
+        });
         let client = Http::builder()
-            .redirect(reqwest::redirect::Policy::limited(3))
+            .redirect(policy)
+            .dns_resolver(guard::TrustingResolver::new(guard, trusted))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(Http { client })
@@ -72,9 +89,29 @@ impl Http {
     }
 }
 
+/// Why a redirect to `url` (after `hops` earlier URLs) is not followed, if it is not.
+fn redirect_refusal(guard: &guard::HostGuard, url: &reqwest::Url, hops: usize) -> Option<String> {
+    let why = if hops > MAX_REDIRECTS {
+        format!("more than {MAX_REDIRECTS} redirects")
+    } else if !matches!(url.scheme(), "http" | "https") {
+        format!("a {} URL", url.scheme())
+    } else {
+        let Some(host) = url.host_str() else {
+            return Some("redirect refused: the URL has no host".into());
+        };
+        // An address literal never reaches a resolver, so it is judged here; names are vetted
+        // when they are resolved (`TrustingResolver`).
+        let ip = host.trim_matches(['[', ']']).parse().ok()?;
+        format!("{host} is a {} address", guard.refuses_address(ip)?)
+    };
+    Some(format!("redirect refused: {why}"))
+}
+
 /// What a source needs for one call: the client, its configured base URL and credential, the
 /// upstream cursor of the page asked for, and the time left.
 pub struct Ctx<'a> {
+    /// The source's id, for log lines.
+    pub source: &'static str,
     pub http: &'a Http,
     pub base_url: &'a str,
     pub credential: Option<&'a str>,
@@ -123,20 +160,25 @@ impl Ctx<'_> {
     /// read an upstream's own error signals (rate-limit headers, error messages); only transport
     /// failures are errors here. `status_error` gives the usual reading of the status.
     pub async fn send_raw(&self, req: RequestBuilder) -> Result<RawResponse, SourceError> {
-        let mut res = req.timeout(self.remaining()?).send().await.map_err(|e| {
-            SourceError::Unavailable(if e.is_timeout() {
-                "timed out".into()
-            } else {
-                format!("connection failed: {e}")
-            })
-        })?;
+        let mut res = req
+            .timeout(self.remaining()?)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(&e, None))?;
         let status = res.status();
         let headers = res.headers().clone();
+        if status.is_redirection() {
+            tracing::warn!(
+                source = self.source,
+                status = status.as_u16(),
+                "upstream redirect not followed (not an http(s) target)"
+            );
+        }
         let mut body = Vec::new();
         while let Some(chunk) = res
             .chunk()
             .await
-            .map_err(|e| SourceError::Unavailable(format!("the answer was cut off: {e}")))?
+            .map_err(|e| self.transport_error(&e, Some("the answer was cut off")))?
         {
             if body.len() + chunk.len() > BODY_MAX {
                 return Err(SourceError::Malformed(format!(
@@ -152,6 +194,38 @@ impl Ctx<'_> {
         })
     }
 
+    /// A transport failure as the error the client may see (what went wrong, never where), with
+    /// the operator's detail logged: the URL without its query string or user info (either may
+    /// hold a credential) and the error chain, credential scrubbed.
+    fn transport_error(&self, e: &reqwest::Error, what: Option<&'static str>) -> SourceError {
+        let what = what.unwrap_or_else(|| transport_kind(e));
+        let url = e.url().map(|u| {
+            let mut u = u.clone();
+            u.set_query(None);
+            u.set_fragment(None);
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string()
+        });
+        let mut chain = Vec::new();
+        let mut cause = std::error::Error::source(e);
+        while let Some(c) = cause {
+            chain.push(c.to_string());
+            cause = c.source();
+        }
+        let mut detail = chain.join(": ");
+        if let Some(secret) = self.credential.filter(|s| !s.is_empty()) {
+            detail = detail.replace(secret, "<redacted>");
+        }
+        tracing::warn!(
+            source = self.source,
+            url = url.as_deref().unwrap_or(""),
+            error = %detail,
+            "upstream request failed: {what}"
+        );
+        SourceError::Unavailable(what.into())
+    }
+
     pub async fn json(&self, req: RequestBuilder) -> Result<Value, SourceError> {
         let (_, body) = self.send(req).await?;
         parse_json(&body)
@@ -160,6 +234,37 @@ impl Ctx<'_> {
     pub async fn text(&self, req: RequestBuilder) -> Result<String, SourceError> {
         let (_, body) = self.send(req).await?;
         String::from_utf8(body).map_err(|_| SourceError::Malformed("not UTF-8 text".into()))
+    }
+}
+
+/// What went wrong in a transport failure, in words that name no URL or host.
+fn transport_kind(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        return "timed out";
+    }
+    if e.is_redirect() {
+        return REDIRECT_REFUSED;
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return "connection refused",
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                    return "connection reset";
+                }
+                std::io::ErrorKind::TimedOut => return "timed out",
+                _ => {}
+            }
+        }
+        cause = c.source();
+    }
+    if e.is_connect() {
+        "could not connect"
+    } else if e.is_body() || e.is_decode() {
+        "the answer was cut off"
+    } else {
+        "the request failed"
     }
 }
 
@@ -183,6 +288,8 @@ pub fn status_error(status: StatusCode) -> Option<SourceError> {
         s if s.is_success() => return None,
         StatusCode::TOO_MANY_REQUESTS => SourceError::RateLimited,
         StatusCode::NOT_FOUND | StatusCode::GONE => SourceError::NotFound,
+        // A redirect the client would not follow (another scheme): another source may do better.
+        s if s.is_redirection() => SourceError::Unavailable(REDIRECT_REFUSED.into()),
         s if s.is_server_error() => SourceError::Unavailable(format!("answered {s}")),
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
             SourceError::Unavailable(format!("refused access ({status})"))
@@ -206,19 +313,6 @@ pub fn host_of(url: &str) -> Option<&str> {
         authority.split(':').next()?
     };
     (!host.is_empty()).then_some(host)
-}
-
-/// Percent-encodes one path segment (everything but RFC 3986 unreserved characters).
-pub fn path_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Runs futures with at most `limit` in flight and returns their outputs in input order (for
@@ -316,5 +410,43 @@ pub mod json {
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirect_refusals_say_why() {
+        let strict = guard::HostGuard::new(false, Default::default());
+        let why = |url: &str, hops| redirect_refusal(&strict, &url.parse().unwrap(), hops);
+        assert_eq!(
+            why("https://example.com/x", 1),
+            None,
+            "names are vetted on resolve"
+        );
+        assert_eq!(why("https://93.184.215.14/x", 3), None);
+        assert_eq!(
+            why("https://93.184.215.14/x", 4).as_deref(),
+            Some("redirect refused: more than 3 redirects")
+        );
+        assert_eq!(
+            why("http://169.254.169.254/latest", 1).as_deref(),
+            Some("redirect refused: 169.254.169.254 is a link-local or metadata address")
+        );
+        assert_eq!(
+            why("http://[::1]:8080/", 1).as_deref(),
+            Some("redirect refused: [::1] is a loopback address")
+        );
+        assert_eq!(
+            why("file:///etc/passwd", 1).as_deref(),
+            Some("redirect refused: a file URL")
+        );
+        let lenient = guard::HostGuard::new(true, Default::default());
+        assert_eq!(
+            redirect_refusal(&lenient, &"http://127.0.0.1/".parse().unwrap(), 1),
+            None
+        );
     }
 }

@@ -15,6 +15,7 @@ use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::request::{Choice, RepoRef};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::upstream::path::segment;
 use crate::upstream::{Ctx, RawResponse, encoding, json, status_error};
 
 pub struct GitHub;
@@ -50,7 +51,7 @@ impl Source for GitHub {
             match request {
                 Request::CodeSearch(r) => search(ctx, r).await,
                 Request::CodeProfile(r) => {
-                    let body = get(ctx, &format!("users/{}", r.handle), &[]).await?;
+                    let body = get(ctx, &format!("users/{}", segment(&r.handle)?), &[]).await?;
                     one(profile_item(&body))
                 }
                 Request::CodeProfileRepos(r) => {
@@ -58,16 +59,17 @@ impl Source for GitHub {
                         ("sort", r.sort.as_str().to_string()),
                         ("per_page", r.limit.to_string()),
                     ];
-                    let body = get(ctx, &format!("users/{}/repos", r.handle), &q).await?;
+                    let body =
+                        get(ctx, &format!("users/{}/repos", segment(&r.handle)?), &q).await?;
                     list(&body, r.limit, repo_item)
                 }
                 Request::CodeRepo(r) => {
-                    one(repo_item(&get(ctx, &repo_path(&r.id, ""), &[]).await?))
+                    one(repo_item(&get(ctx, &repo_path(&r.id, "")?, &[]).await?))
                 }
                 Request::CodeRepoReadme(r) => readme(ctx, &r.id).await,
                 Request::CodeRepoReleases(r) => {
                     let q = [("per_page", r.limit.clamp(1, 100).to_string())];
-                    let body = get(ctx, &repo_path(&r.id, "/releases"), &q).await?;
+                    let body = get(ctx, &repo_path(&r.id, "/releases")?, &q).await?;
                     let repo = r.id.to_string();
                     list(&body, r.limit, |v| release_item(v, &repo))
                 }
@@ -81,17 +83,17 @@ impl Source for GitHub {
                         ("state", state.to_string()),
                         ("per_page", r.limit.to_string()),
                     ];
-                    let body = get(ctx, &repo_path(&r.id, "/issues"), &q).await?;
+                    let body = get(ctx, &repo_path(&r.id, "/issues")?, &q).await?;
                     let repo = r.id.to_string();
                     list(&body, r.limit, |v| issue_item(v, Some(&repo)))
                 }
                 Request::CodeIssue(r) => {
-                    let path = repo_path(&r.id.repo, &format!("/issues/{}", r.id.number));
+                    let path = repo_path(&r.id.repo, &format!("/issues/{}", r.id.number))?;
                     let repo = r.id.repo.to_string();
                     one(issue_item(&get(ctx, &path, &[]).await?, Some(&repo)))
                 }
                 Request::CodeIssueComments(r) => {
-                    let path = repo_path(&r.id.repo, &format!("/issues/{}/comments", r.id.number));
+                    let path = repo_path(&r.id.repo, &format!("/issues/{}/comments", r.id.number))?;
                     let q = [("per_page", r.limit.to_string())];
                     let body = get(ctx, &path, &q).await?;
                     let parent = format!("{}#{}", r.id.repo, r.id.number);
@@ -103,8 +105,13 @@ impl Source for GitHub {
     }
 }
 
-fn repo_path(repo: &RepoRef, rest: &str) -> String {
-    format!("repos/{}/{}{rest}", repo.owner, repo.name)
+/// `repos/{owner}/{name}{rest}`; `rest` is this file's own text, never a client's.
+fn repo_path(repo: &RepoRef, rest: &str) -> Result<String, SourceError> {
+    Ok(format!(
+        "repos/{}/{}{rest}",
+        segment(&repo.owner)?,
+        segment(&repo.name)?
+    ))
 }
 
 fn request(ctx: &Ctx<'_>, path: &str, query: &[(&str, String)], accept: &str) -> RequestBuilder {
@@ -294,7 +301,7 @@ async fn search(ctx: &Ctx<'_>, r: &crate::api::code::Search) -> Result<Page, Sou
 async fn readme(ctx: &Ctx<'_>, repo: &RepoRef) -> Result<Page, SourceError> {
     let req = request(
         ctx,
-        &repo_path(repo, "/readme"),
+        &repo_path(repo, "/readme")?,
         &[],
         "application/vnd.github+json",
     );

@@ -10,7 +10,8 @@ use super::PLATFORM;
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
-use crate::upstream::{Ctx, dates, html, json, path_segment};
+use crate::upstream::path::segment;
+use crate::upstream::{Ctx, dates, html, json};
 
 pub struct Mastodon;
 
@@ -52,7 +53,7 @@ impl Source for Mastodon {
                 .ok_or_else(|| SourceError::NotConfigured("the base URL has no host".into()))?;
             match request {
                 Request::FediverseTag(r) => {
-                    let path = format!("api/v1/timelines/tag/{}", path_segment(&r.query));
+                    let path = format!("api/v1/timelines/tag/{}", segment(&r.query)?);
                     let req = ctx.get(&path).query(&[("limit", r.limit.to_string())]);
                     let body = ctx.json(req).await?;
                     let statuses = body.as_array().ok_or_else(|| {
@@ -61,10 +62,11 @@ impl Source for Mastodon {
                     Ok(page(statuses, &host))
                 }
                 Request::FediverseSearch(r) => {
+                    // The message names no host: the 501 reaches the client.
                     let token = ctx.credential.ok_or_else(|| {
-                        SourceError::NotConfigured(format!(
-                            "no search token for the instance {host} on this deployment"
-                        ))
+                        SourceError::NotConfigured(
+                            "this deployment holds no search token for that instance".into(),
+                        )
                     })?;
                     let req = ctx.get("api/v2/search").bearer_auth(token).query(&[
                         ("q", r.query.as_str()),

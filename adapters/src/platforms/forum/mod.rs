@@ -35,17 +35,22 @@ pub fn strip_kind(id: &str) -> String {
     }
 }
 
-/// The post id of a post URL (`/comments/{id}/...` or a short link `redd.it/{id}`).
+/// The post id of a post URL (`/comments/{id}/...` or a short link `redd.it/{id}`), read from the
+/// URL's host and path only, so it is the id the grammar validated (a `/comments/` or `redd.it/`
+/// inside the query cannot supply another).
 pub fn post_id_from_url(url: &str) -> Option<String> {
-    let rest = url
-        .split_once("/comments/")
-        .or_else(|| url.split_once("redd.it/"))
-        .map(|(_, r)| r)?;
-    let id: String = rest
-        .chars()
-        .take_while(char::is_ascii_alphanumeric)
-        .collect();
-    (!id.is_empty()).then_some(id)
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.split(['?', '#']).next()?;
+    let (host, path) = rest.split_once('/')?;
+    let mut segments = path.split('/');
+    let id = if host.eq_ignore_ascii_case("redd.it") {
+        segments.next()?
+    } else {
+        segments.find(|s| *s == "comments")?;
+        segments.next()?
+    };
+    (!id.is_empty() && id.len() <= 12 && id.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| id.to_string())
 }
 
 fn set_author(item: &mut Item, d: &Value) {
@@ -212,5 +217,14 @@ mod tests {
             Some("1abc2de")
         );
         assert_eq!(post_id_from_url("https://example.com/"), None);
+        // Only the path counts: the grammar validated the id there.
+        assert_eq!(
+            post_id_from_url("https://redd.it/1abc2de?u=/comments/zzz").as_deref(),
+            Some("1abc2de")
+        );
+        assert_eq!(
+            post_id_from_url("https://reddit.com/comments/1abc2de#redd.it/zzz").as_deref(),
+            Some("1abc2de")
+        );
     }
 }

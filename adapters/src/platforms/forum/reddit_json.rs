@@ -17,6 +17,7 @@ use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::request::{Choice, DateBound};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::upstream::path::segment;
 use crate::upstream::{Ctx, found, json, status_error};
 
 pub struct RedditJson;
@@ -96,7 +97,7 @@ impl Source for RedditJson {
                         ("type", "link".into()),
                     ];
                     let bounds = Bounds::new(r.after, r.before, now);
-                    let path = format!("r/{}/search.json", r.community);
+                    let path = format!("r/{}/search.json", segment(&r.community)?);
                     listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
                 }
                 Request::ForumCommunityPosts(r) => {
@@ -111,11 +112,16 @@ impl Source for RedditJson {
                         params.push(("t", r.timeframe.as_str().to_string()));
                     }
                     let bounds = Bounds::new(r.after, r.before, now);
-                    let path = format!("r/{}/{sort}.json", r.community);
+                    let path = format!("r/{}/{sort}.json", segment(&r.community)?);
                     listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
                 }
                 Request::ForumCommunity(r) => {
-                    let body = get(ctx, &format!("r/{}/about.json", r.community), &[]).await?;
+                    let body = get(
+                        ctx,
+                        &format!("r/{}/about.json", segment(&r.community)?),
+                        &[],
+                    )
+                    .await?;
                     found(thing_item(&body))
                 }
                 Request::ForumCommunities(r) => {
@@ -141,25 +147,31 @@ impl Source for RedditJson {
                     })
                 }
                 Request::ForumProfile(r) => {
-                    let body = get(ctx, &format!("user/{}/about.json", r.handle), &[]).await?;
+                    let body = get(
+                        ctx,
+                        &format!("user/{}/about.json", segment(&r.handle)?),
+                        &[],
+                    )
+                    .await?;
                     found(thing_item(&body))
                 }
                 Request::ForumProfilePosts(r) => {
                     let mut params = vec![("sort", "new".to_string())];
                     let bounds = Bounds::new(r.after, r.before, now);
-                    let path = format!("user/{}/submitted.json", r.handle);
+                    let path = format!("user/{}/submitted.json", segment(&r.handle)?);
                     listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
                 }
                 Request::ForumProfileComments(r) => {
                     let mut params = vec![("sort", "new".to_string())];
                     let bounds = Bounds::new(r.after, r.before, now);
-                    let path = format!("user/{}/comments.json", r.handle);
+                    let path = format!("user/{}/comments.json", segment(&r.handle)?);
                     listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
                 }
                 Request::ForumPost(r) => {
                     let id = post_id(r.id.as_deref(), r.url.as_deref())?;
                     let params = [("limit", "1".to_string())];
-                    let body = get(ctx, &format!("comments/{id}.json"), &params).await?;
+                    let body =
+                        get(ctx, &format!("comments/{}.json", segment(&id)?), &params).await?;
                     let post = body
                         .get(0)
                         .and_then(|l| children(l).ok())
@@ -175,7 +187,8 @@ impl Source for RedditJson {
                         PostCommentsSort::Old => "old",
                     };
                     let params = [("sort", sort.to_string()), ("limit", r.limit.to_string())];
-                    let body = get(ctx, &format!("comments/{id}.json"), &params).await?;
+                    let body =
+                        get(ctx, &format!("comments/{}.json", segment(&id)?), &params).await?;
                     let (Some(post), Some(tree)) = (body.get(0), body.get(1)) else {
                         return Err(SourceError::Malformed("expected [post, comments]".into()));
                     };

@@ -9,6 +9,7 @@ use super::{PLATFORM, PostParts, ProfileParts, lookup_each, post_item, profile_i
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::upstream::path::segment;
 use crate::upstream::{Ctx, dates, json, status_error};
 
 pub struct FxTwitter;
@@ -34,7 +35,7 @@ impl Source for FxTwitter {
             match request {
                 Request::MicroblogPost(r) => {
                     lookup_each(&r.id, |id| async move {
-                        let path = format!("status/{id}");
+                        let path = format!("status/{}", segment(&id)?);
                         get(ctx, &path)
                             .await?
                             .get("tweet")
@@ -45,7 +46,7 @@ impl Source for FxTwitter {
                     .await
                 }
                 Request::MicroblogProfile(r) => {
-                    let body = get(ctx, &r.handle).await?;
+                    let body = get(ctx, &segment(&r.handle)?).await?;
                     let user = body
                         .get("user")
                         .filter(|u| u.is_object())

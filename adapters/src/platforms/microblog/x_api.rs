@@ -19,6 +19,7 @@ use crate::api::microblog::SearchSort;
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::upstream::path::{digits, segment};
 use crate::upstream::{Ctx, dates, found, json, status_error};
 
 pub struct XApi;
@@ -142,7 +143,7 @@ async fn search(ctx: &Ctx<'_>, query: &str, order: &str) -> Result<Page, SourceE
 async fn user_by_name(ctx: &Ctx<'_>, handle: &str, fields: &str) -> Result<Value, SourceError> {
     let body = get(
         ctx,
-        &format!("users/by/username/{handle}"),
+        &format!("users/by/username/{}", segment(handle)?),
         &[("user.fields", fields)],
     )
     .await?;
@@ -154,11 +155,19 @@ async fn user_by_name(ctx: &Ctx<'_>, handle: &str, fields: &str) -> Result<Value
 }
 
 async fn user_posts(ctx: &Ctx<'_>, handle: &str, replies: bool) -> Result<Page, SourceError> {
-    let (user_id, token) = match ctx.cursor.and_then(|c| c.split_once(':')) {
-        Some((id, token)) => (id.to_string(), Some(token)),
+    // The user id comes from the cursor or the upstream's answer: checked against the API's id
+    // grammar before it goes into the path.
+    let (user_id, token) = match ctx.cursor {
+        Some(c) => {
+            let (id, token) = c
+                .split_once(':')
+                .ok_or_else(|| SourceError::Malformed("the cursor lacks the user id".into()))?;
+            (digits(id, "the cursor's user id")?.to_string(), Some(token))
+        }
         None => {
             let user = user_by_name(ctx, handle, USER_FIELDS).await?;
-            (json::id(&user, "id").ok_or(SourceError::NotFound)?, None)
+            let id = json::id(&user, "id").ok_or(SourceError::NotFound)?;
+            (digits(&id, "the user id in the answer")?.to_string(), None)
         }
     };
     let mut q = tweet_query(&[("max_results", PAGE_SIZE)]);
@@ -168,7 +177,7 @@ async fn user_posts(ctx: &Ctx<'_>, handle: &str, replies: bool) -> Result<Page, 
     if let Some(token) = token {
         q.push(("pagination_token", token));
     }
-    let body = get(ctx, &format!("users/{user_id}/tweets"), &q).await?;
+    let body = get(ctx, &format!("users/{}/tweets", segment(&user_id)?), &q).await?;
     let mut page = tweets_page(&body);
     page.next_cursor = body
         .get("meta")

@@ -8,6 +8,7 @@ use crate::api::techforum::{SearchSort, SearchType};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::upstream::path::segment;
 use crate::upstream::{Ctx, dates, html, json};
 
 pub struct Algolia;
@@ -60,12 +61,16 @@ impl Source for Algolia {
                     search_page(&body, page)
                 }
                 Request::TechforumStory(r) => {
-                    let body = ctx.json(ctx.get(&format!("items/{}", r.id))).await?;
+                    let body = ctx
+                        .json(ctx.get(&format!("items/{}", segment(&r.id)?)))
+                        .await?;
                     let item = thread_item(&body, None, 0).ok_or(SourceError::NotFound)?;
                     Ok(Page::single(item))
                 }
                 Request::TechforumStoryComments(r) => {
-                    let body = ctx.json(ctx.get(&format!("items/{}", r.id))).await?;
+                    let body = ctx
+                        .json(ctx.get(&format!("items/{}", segment(&r.id)?)))
+                        .await?;
                     if body.get("id").is_none() {
                         return Err(SourceError::Malformed("the thread has no id".into()));
                     }
@@ -80,7 +85,9 @@ impl Source for Algolia {
                     })
                 }
                 Request::TechforumProfile(r) => {
-                    let body = ctx.json(ctx.get(&format!("users/{}", r.handle))).await?;
+                    let body = ctx
+                        .json(ctx.get(&format!("users/{}", segment(&r.handle)?)))
+                        .await?;
                     let name = json::string(&body, "username").ok_or(SourceError::NotFound)?;
                     Ok(Page::single(profile_item(name, &body, created_at(&body))))
                 }

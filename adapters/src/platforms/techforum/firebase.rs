@@ -8,6 +8,7 @@ use super::{PLATFORM, profile_item, thread_node};
 use crate::api::{EndpointId, Request};
 use crate::item::{Item, Page};
 use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::upstream::path::segment;
 use crate::upstream::{Ctx, bounded, dates, json};
 
 /// Comment requests in flight at once while walking a thread.
@@ -61,7 +62,7 @@ impl Source for Firebase {
                 }
                 Request::TechforumProfile(r) => {
                     let body = ctx
-                        .json(ctx.get(&format!("user/{}.json", r.handle)))
+                        .json(ctx.get(&format!("user/{}.json", segment(&r.handle)?)))
                         .await?;
                     let name = json::string(&body, "id").ok_or(SourceError::NotFound)?;
                     let created_at = body.get("created").and_then(dates::normalize);
@@ -77,7 +78,9 @@ impl Source for Firebase {
 
 /// One item, or `None` when the API answers `null` (no such item).
 async fn get_item(ctx: &Ctx<'_>, id: &str) -> Result<Option<Value>, SourceError> {
-    let body = ctx.json(ctx.get(&format!("item/{id}.json"))).await?;
+    let body = ctx
+        .json(ctx.get(&format!("item/{}.json", segment(id)?)))
+        .await?;
     match body {
         Value::Null => Ok(None),
         Value::Object(_) => Ok(Some(body)),
