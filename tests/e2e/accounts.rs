@@ -368,7 +368,7 @@ async fn keys_lifecycle(b: Backend) {
     );
     assert!(entry["last_used_at"].is_string(), "{entry}");
 
-    // Rotation: a new key at once, the old one refused at once.
+    // Rotation: a new key (a new id, the same name) at once, the old one refused at once.
     let (st, rotated) = env
         .post(&format!("/v1/keys/{kid}/rotate"), &s, json!({}))
         .await;
@@ -376,6 +376,21 @@ async fn keys_lifecycle(b: Backend) {
     assert_schema("NewKey", &rotated);
     let new_key = rotated["key"].as_str().unwrap().to_string();
     assert_ne!(new_key, key);
+    let new_kid = rotated["id"].as_str().unwrap().to_string();
+    assert_ne!(new_kid, kid);
+    assert_eq!(rotated["name"], "first");
+    // The rotated-away key cannot be rotated or revoked again.
+    for (st, body) in [
+        env.post(&format!("/v1/keys/{kid}/rotate"), &s, json!({}))
+            .await,
+        env.delete(&format!("/v1/keys/{kid}"), &s).await,
+    ] {
+        assert_eq!(
+            (st.as_u16(), error_type(&body)),
+            (404, "NOT_FOUND"),
+            "{body}"
+        );
+    }
     let (st, body) = env.search(&key).await;
     assert_eq!(
         (st.as_u16(), error_type(&body)),
@@ -386,7 +401,7 @@ async fn keys_lifecycle(b: Backend) {
     assert_eq!(st, 200);
 
     // Revocation: refused at once; revoking again or an unknown id is 404.
-    let (st, body) = env.delete(&format!("/v1/keys/{kid}"), &s).await;
+    let (st, body) = env.delete(&format!("/v1/keys/{new_kid}"), &s).await;
     assert_eq!(st, 200, "{body}");
     assert_schema("KeyRevoked", &body);
     let (st, body) = env.search(&new_key).await;
@@ -395,7 +410,7 @@ async fn keys_lifecycle(b: Backend) {
         (403, "INVALID_API_KEY"),
         "{body}"
     );
-    let (st, body) = env.delete(&format!("/v1/keys/{kid}"), &s).await;
+    let (st, body) = env.delete(&format!("/v1/keys/{new_kid}"), &s).await;
     assert_eq!(
         (st.as_u16(), error_type(&body)),
         (404, "NOT_FOUND"),

@@ -11,6 +11,7 @@ mod accounts;
 mod accounts_support;
 mod bodies;
 mod credits;
+mod races;
 mod routes;
 mod sources;
 mod validation;
