@@ -498,7 +498,7 @@ impl Env {
             .post(
                 "/v1/admin/grant",
                 &[("x-owner-key", OWNER_KEY)],
-                json!({ "email": email, "credits": credits.to_string() }),
+                json!({ "email": email, "credits": credits }),
             )
             .await;
         assert_eq!(s, 200, "{b}");
