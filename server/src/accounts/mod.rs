@@ -10,6 +10,7 @@ pub mod secrets;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, Signin};
@@ -78,6 +79,9 @@ pub struct Accounts {
     public_url: String,
     secret: Vec<u8>,
     key_cache: Mutex<HashMap<String, (KeyInfo, Instant)>>,
+    /// Bumped whenever a key is revoked or rotated here: a look-up that read the database before the
+    /// bump does not cache what it read, so a retired key cannot come back into the cache.
+    key_retirements: AtomicU64,
 }
 
 fn db_error(e: sqlx::Error) -> ApiError {
@@ -137,6 +141,7 @@ impl Accounts {
             public_url: config.public_url.trim_end_matches('/').to_string(),
             secret,
             key_cache: Mutex::new(HashMap::new()),
+            key_retirements: AtomicU64::new(0),
             db,
         })
     }
@@ -154,6 +159,7 @@ impl Accounts {
         {
             return Ok(Some(info.clone()));
         }
+        let retirements = self.key_retirements.load(Ordering::Acquire);
         let row: Option<(String, String, String)> = sqlx::query_as(
             "SELECT id, account_id, prefix FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
         )
@@ -168,6 +174,7 @@ impl Accounts {
         });
         let mut cache = self.cache();
         match &info {
+            Some(_) if self.key_retirements.load(Ordering::Acquire) != retirements => {}
             Some(i) => {
                 if cache.len() > 100_000 {
                     cache.clear();
@@ -186,7 +193,9 @@ impl Accounts {
     }
 
     fn forget_key(&self, key_id: &str) {
-        self.cache().retain(|_, (info, _)| info.id != key_id);
+        let mut cache = self.cache();
+        self.key_retirements.fetch_add(1, Ordering::AcqRel);
+        cache.retain(|_, (info, _)| info.id != key_id);
     }
 
     pub async fn list_keys(&self, account_id: &str) -> AResult<Value> {
