@@ -19,6 +19,7 @@ on_both_databases!(
     daily_cap_on_dashboard_links,
     rotation_races_rotation,
     admin_beside_serve,
+    one_account_per_address,
 );
 
 /// No per-key rate or in-flight limit in the way of the rule under test.
@@ -362,4 +363,40 @@ async fn admin_beside_serve(b: Backend) {
     env.check_ledger(true).await;
     let env = std::sync::Arc::try_unwrap(env).ok().expect("one owner");
     env.finish(&[&session, &key]).await;
+}
+
+/// `admin create-account` for one address from several processes at once, beside sign-in codes for
+/// it: every command succeeds, one account exists, with the sign-up credits once.
+async fn one_account_per_address(b: Backend) {
+    let Some(env) = Env::start(b, Options::default()).await else {
+        return;
+    };
+    let env = std::sync::Arc::new(env);
+    let email = "once@example.com";
+    let commands: Vec<_> = (0..8)
+        .map(|_| {
+            let env = env.clone();
+            tokio::task::spawn_blocking(move || {
+                try_admin(
+                    &env.db,
+                    &["create-account", "--email", email, "--credits", "9"],
+                )
+            })
+        })
+        .collect();
+    let mut created = 0;
+    for c in commands {
+        let out = c
+            .await
+            .expect("task")
+            .expect("every create-account succeeds");
+        let view: serde_json::Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(view["balance"], 9, "{view}");
+        created += usize::from(view["created"] == true);
+    }
+    assert_eq!(created, 1, "exactly one command created the account");
+    assert_eq!(env.stored_balance(email).await, 9);
+    env.check_ledger(true).await;
+    let env = std::sync::Arc::try_unwrap(env).ok().expect("one owner");
+    env.finish(&[]).await;
 }

@@ -770,25 +770,31 @@ pub async fn admin_create_key(db: &Db, account_id: &str, name: Option<&str>) -> 
     Ok(body["key"].as_str().unwrap_or_default().to_string())
 }
 
+/// The account of the address, created with `credits` when it does not exist: `(id, created)`. The
+/// insert skips an address that exists (or that a concurrent transaction has just created), so two
+/// first sign-ins or `admin` commands for one address never fail on the unique address.
 async fn ensure_account_tx(
     tx: &mut WriteTx,
     email: &str,
     credits: i64,
 ) -> DbResult<(String, bool)> {
-    let existing: Option<(String,)> = sqlx::query_as("SELECT id FROM accounts WHERE email = $1")
-        .bind(email)
-        .fetch_optional(&mut **tx)
-        .await?;
-    if let Some((id,)) = existing {
-        return Ok((id, false));
-    }
     let id = secrets::new_id("acc_");
-    sqlx::query("INSERT INTO accounts (id, email, balance, created_at) VALUES ($1, $2, 0, $3)")
-        .bind(id.as_str())
-        .bind(email)
-        .bind(now())
-        .execute(&mut **tx)
-        .await?;
+    let created: Option<(String,)> = sqlx::query_as(
+        "INSERT INTO accounts (id, email, balance, created_at) VALUES ($1, $2, 0, $3) \
+         ON CONFLICT (email) DO NOTHING RETURNING id",
+    )
+    .bind(id.as_str())
+    .bind(email)
+    .bind(now())
+    .fetch_optional(&mut **tx)
+    .await?;
+    if created.is_none() {
+        let (existing,): (String,) = sqlx::query_as("SELECT id FROM accounts WHERE email = $1")
+            .bind(email)
+            .fetch_one(&mut **tx)
+            .await?;
+        return Ok((existing, false));
+    }
     if credits > 0 {
         grant_tx(tx, &id, credits, "grant", &format!("signup:{id}")).await?;
     }
