@@ -6,7 +6,8 @@
 use serde_json::json;
 
 use crate::accounts_support::{
-    Backend, Env, Options, at, count, error_type, only_sources, search_fixture, summary, try_admin,
+    Backend, Env, Options, TestDb, at, count, error_type, only_sources, search_fixture, summary,
+    try_admin,
 };
 use crate::fake_upstream::FakeUpstream;
 use crate::on_both_databases;
@@ -20,6 +21,7 @@ on_both_databases!(
     rotation_races_rotation,
     admin_beside_serve,
     one_account_per_address,
+    first_start_from_several_processes,
 );
 
 /// No per-key rate or in-flight limit in the way of the rule under test.
@@ -399,4 +401,43 @@ async fn one_account_per_address(b: Backend) {
     env.check_ledger(true).await;
     let env = std::sync::Arc::try_unwrap(env).ok().expect("one owner");
     env.finish(&[]).await;
+}
+
+/// Several `admin` processes start at once on a database nobody has migrated yet: the migrations run
+/// once, every command succeeds, and one account is made.
+async fn first_start_from_several_processes(b: Backend) {
+    let Some(db) = TestDb::new(b).await else {
+        return;
+    };
+    std::fs::write(db.dir.join("config.toml"), "").expect("config");
+    let db = std::sync::Arc::new(db);
+    let commands: Vec<_> = (0..6)
+        .map(|_| {
+            let db = db.clone();
+            tokio::task::spawn_blocking(move || {
+                try_admin(&db, &["create-account", "--email", "first@example.com"])
+            })
+        })
+        .collect();
+    let mut created = 0;
+    for c in commands {
+        let out = c.await.expect("task").expect("every command succeeds");
+        let view: serde_json::Value = serde_json::from_str(&out).expect("json");
+        created += usize::from(view["created"] == true);
+    }
+    assert_eq!(created, 1, "exactly one command created the account");
+    let conn = db.connect().await;
+    // Every migration is in: the latest one's column is there.
+    let (sessions,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM sessions WHERE key_id IS NULL")
+        .fetch_one(&conn.read)
+        .await
+        .expect("the migrated schema");
+    assert_eq!(sessions, 0);
+    assert!(
+        server::accounts::ledger_mismatches(&conn)
+            .await
+            .expect("ledger")
+            .is_empty()
+    );
+    conn.close().await;
 }

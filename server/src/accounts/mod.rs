@@ -13,6 +13,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use serde_json::{Value, json};
+
 use crate::config::{Config, Signin};
 use crate::db::{Db, DbResult, WriteTx, now};
 use crate::error::{ApiError, ErrorCode};
@@ -20,7 +22,6 @@ use caps::{DailyCap, bump_daily};
 use ledger::Ledger;
 use limits::KeyLimits;
 use mail::Mailer;
-use serde_json::{Value, json};
 
 /// Keys per account (spec section 8).
 pub const MAX_KEYS: i64 = 10;

@@ -53,6 +53,9 @@ impl std::fmt::Debug for Db {
 
 pub type DbResult<T> = Result<T, sqlx::Error>;
 
+/// The PostgreSQL advisory lock key that serialises migrations ("ssmigrat" in ASCII, any fixed number).
+const MIGRATION_LOCK: i64 = 0x7373_6d69_6772_6174;
+
 /// A write transaction (see `Db::begin_write`).
 pub type WriteTx = sqlx::Transaction<'static, sqlx::Any>;
 
@@ -213,14 +216,24 @@ impl Db {
         }
     }
 
+    /// Applies the missing migrations, all in one write transaction, so processes starting at once on
+    /// a new database (a service and `admin` commands) apply each exactly once: SQLite serialises them
+    /// by `BEGIN IMMEDIATE`, PostgreSQL by a transaction-scoped advisory lock (its `CREATE TABLE IF NOT
+    /// EXISTS` is not safe against a concurrent one).
     async fn migrate(&self) -> DbResult<()> {
+        let mut tx = self.begin_write().await?;
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(MIGRATION_LOCK)
+                .execute(&mut *tx)
+                .await?;
+        }
         sqlx::query(
             "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)",
         )
-        .execute(&self.write)
+        .execute(&mut *tx)
         .await?;
         for (version, sql) in MIGRATIONS {
-            let mut tx = self.begin_write().await?;
             let done: Option<(i64,)> =
                 sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
                     .bind(*version)
@@ -239,9 +252,8 @@ impl Db {
                 .bind(now())
                 .execute(&mut *tx)
                 .await?;
-            tx.commit().await?;
         }
-        Ok(())
+        tx.commit().await
     }
 
     pub async fn close(&self) {
