@@ -19,6 +19,7 @@ on_both_databases!(
     daily_caps_on_codes,
     daily_cap_on_dashboard_links,
     rotation_races_rotation,
+    one_session_per_link,
     admin_beside_serve,
     one_account_per_address,
     first_start_from_several_processes,
@@ -275,6 +276,42 @@ async fn rotation_races_rotation(b: Backend) {
     let (st, body) = env.search(&new_key).await;
     assert_eq!(st, 200, "{body}");
     env.finish(&[&session, &old_key, &new_key]).await;
+}
+
+/// A one-time dashboard link opened by 50 requests at once opens exactly one session.
+async fn one_session_per_link(b: Backend) {
+    let Some(env) = Env::start(b, Options::default()).await else {
+        return;
+    };
+    let email = "link-once@example.com";
+    let code = env.request_code(email).await;
+    let (st, body) = env
+        .post(
+            "/v1/auth/verify",
+            &[],
+            json!({ "email": email, "otp": code }),
+        )
+        .await;
+    assert_eq!(st, 200, "{body}");
+    let url = body["dashboard_url"].as_str().unwrap();
+    let link = url.split("#login=").nth(1).unwrap();
+    let answers = env
+        .post_parallel(50, "/v1/auth/session", &[], json!({ "link": link }))
+        .await;
+    assert_eq!(
+        (
+            count(&answers, 200, ""),
+            count(&answers, 401, "UNAUTHORIZED")
+        ),
+        (1, 49),
+        "{:?}",
+        summary(&answers)
+    );
+    let session = answers.iter().find(|(s, _)| *s == 200).unwrap().1["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.finish(&[&session, link]).await;
 }
 
 /// `admin` commands (each its own process) in a loop beside a serving process under load: every one
