@@ -126,7 +126,10 @@ pub struct Signin {
     pub max_wrong_guesses: i64,
     /// Least time between two codes for one address.
     pub cooldown_seconds: i64,
+    /// Codes sent to one address per UTC day (protects the mailbox).
     pub codes_per_address_per_day: i64,
+    /// Codes asked for from one client network per UTC day: an IPv4 address, or an IPv6 /64.
+    /// High enough for an office or campus behind one NAT address.
     pub codes_per_client_per_day: i64,
     pub links_per_account_per_day: i64,
     /// Lifetime of a one-time dashboard link.
@@ -145,8 +148,8 @@ impl Default for Signin {
             code_ttl_seconds: 600,
             max_wrong_guesses: 5,
             cooldown_seconds: 60,
-            codes_per_address_per_day: 10,
-            codes_per_client_per_day: 50,
+            codes_per_address_per_day: 20,
+            codes_per_client_per_day: 200,
             links_per_account_per_day: 20,
             link_ttl_seconds: 900,
             session_ttl_seconds: 7 * 24 * 3600,

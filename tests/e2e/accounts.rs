@@ -16,6 +16,9 @@ on_both_databases!(
     section_5_rules,
     me_and_balance,
     admin_routes_and_commands,
+    documented_bodies_are_accepted,
+    fresh_code_after_a_strangers_guesses,
+    link_sessions_end_with_their_key,
 );
 
 async fn code_states(b: Backend) {
@@ -368,7 +371,7 @@ async fn keys_lifecycle(b: Backend) {
     );
     assert!(entry["last_used_at"].is_string(), "{entry}");
 
-    // Rotation: a new key at once, the old one refused at once.
+    // Rotation: a new key (a new id, the same name) at once, the old one refused at once.
     let (st, rotated) = env
         .post(&format!("/v1/keys/{kid}/rotate"), &s, json!({}))
         .await;
@@ -376,6 +379,21 @@ async fn keys_lifecycle(b: Backend) {
     assert_schema("NewKey", &rotated);
     let new_key = rotated["key"].as_str().unwrap().to_string();
     assert_ne!(new_key, key);
+    let new_kid = rotated["id"].as_str().unwrap().to_string();
+    assert_ne!(new_kid, kid);
+    assert_eq!(rotated["name"], "first");
+    // The rotated-away key cannot be rotated or revoked again.
+    for (st, body) in [
+        env.post(&format!("/v1/keys/{kid}/rotate"), &s, json!({}))
+            .await,
+        env.delete(&format!("/v1/keys/{kid}"), &s).await,
+    ] {
+        assert_eq!(
+            (st.as_u16(), error_type(&body)),
+            (404, "NOT_FOUND"),
+            "{body}"
+        );
+    }
     let (st, body) = env.search(&key).await;
     assert_eq!(
         (st.as_u16(), error_type(&body)),
@@ -386,7 +404,7 @@ async fn keys_lifecycle(b: Backend) {
     assert_eq!(st, 200);
 
     // Revocation: refused at once; revoking again or an unknown id is 404.
-    let (st, body) = env.delete(&format!("/v1/keys/{kid}"), &s).await;
+    let (st, body) = env.delete(&format!("/v1/keys/{new_kid}"), &s).await;
     assert_eq!(st, 200, "{body}");
     assert_schema("KeyRevoked", &body);
     let (st, body) = env.search(&new_key).await;
@@ -395,7 +413,7 @@ async fn keys_lifecycle(b: Backend) {
         (403, "INVALID_API_KEY"),
         "{body}"
     );
-    let (st, body) = env.delete(&format!("/v1/keys/{kid}"), &s).await;
+    let (st, body) = env.delete(&format!("/v1/keys/{new_kid}"), &s).await;
     assert_eq!(
         (st.as_u16(), error_type(&body)),
         (404, "NOT_FOUND"),
@@ -713,4 +731,309 @@ async fn admin_routes_and_commands(b: Backend) {
         .await;
     assert_eq!(st, 422, "{body}");
     env.finish(&[&key, other.trim()]).await;
+}
+
+/// Every request body the OpenAPI document declares, built from each operation's schema (every enum
+/// value, an integer's minimum and maximum, with and without the optional fields, each body checked
+/// against the schema first), sent with the credential the operation declares: none is refused as
+/// malformed (no 422, no 400 BAD_REQUEST). A documented integer is sent as a JSON integer.
+async fn documented_bodies_are_accepted(b: Backend) {
+    let Some(env) = Env::start(b, Options::default()).await else {
+        return;
+    };
+    let email = "documented@example.com";
+    let (session, key) = env.account_with_key(email).await;
+    let doc: serde_json::Value = serde_json::from_str(server::api::OPENAPI_JSON).expect("openapi");
+    let schemes = &doc["components"]["securitySchemes"];
+    let mut sent = 0;
+    for (path, ops) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in ops.as_object().expect("operations") {
+            let Some(schema) = op["requestBody"]["content"]["application/json"]["schema"]
+                .as_object()
+                .map(|s| serde_json::Value::Object(s.clone()))
+            else {
+                continue;
+            };
+            assert_eq!(method, "post", "{path}: bodies are sent with POST");
+            // Path parameters: the document's own example.
+            let mut url = path.clone();
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                if p["in"] == "path" {
+                    let example = p["example"].as_str().expect("a path parameter example");
+                    url = url.replace(&format!("{{{}}}", p["name"].as_str().unwrap()), example);
+                }
+            }
+            // The credential the operation declares (its first scheme).
+            let header: Option<(String, String)> = op["security"]
+                .as_array()
+                .and_then(|list| list.first())
+                .and_then(|s| s.as_object())
+                .and_then(|s| s.keys().next().cloned())
+                .map(|scheme| {
+                    let name = schemes[&scheme]["name"]
+                        .as_str()
+                        .expect("header")
+                        .to_string();
+                    let value = match scheme.as_str() {
+                        "ApiKey" => key.clone(),
+                        "Session" => session.clone(),
+                        "OwnerKey" => OWNER_KEY.to_string(),
+                        other => panic!("{path}: unknown scheme {other}"),
+                    };
+                    (name, value)
+                });
+            for body in documented_bodies(&env, &key, email, &schema).await {
+                let validator = jsonschema::validator_for(&schema).expect("body schema");
+                assert!(
+                    validator.is_valid(&body),
+                    "{path}: the test built a body its schema refuses: {body}"
+                );
+                let headers: Vec<(&str, &str)> = header
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                let (st, answer) = env.post(&url, &headers, body.clone()).await;
+                assert!(
+                    st != 422 && !matches!(error_type(&answer), "BAD_REQUEST" | "VALIDATION_ERROR"),
+                    "{path} refused its documented body {body}: {st} {answer}"
+                );
+                sent += 1;
+            }
+        }
+    }
+    assert!(sent >= 9, "every documented body was sent ({sent})");
+    env.finish(&[&session, &key]).await;
+}
+
+/// The bodies of one schema: every property at its first value, each further value of a property in
+/// a body of its own, and the required properties alone.
+async fn documented_bodies(
+    env: &Env,
+    key: &str,
+    email: &str,
+    schema: &serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let props = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str())
+        .collect();
+    let mut values: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
+    for (name, p) in &props {
+        values.push((
+            name.clone(),
+            documented_values(env, key, email, name, p).await,
+        ));
+    }
+    let first = |only_required: bool| {
+        let mut body = serde_json::Map::new();
+        for (name, vs) in &values {
+            if !only_required || required.contains(&name.as_str()) {
+                body.insert(name.clone(), vs[0].clone());
+            }
+        }
+        serde_json::Value::Object(body)
+    };
+    let mut bodies = vec![first(false)];
+    for (name, vs) in &values {
+        for v in &vs[1..] {
+            let mut body = first(false);
+            body[name.as_str()] = v.clone();
+            bodies.push(body);
+        }
+    }
+    if required.len() < props.len() {
+        bodies.push(first(true));
+    }
+    bodies
+}
+
+/// Values of one property: from its schema (enum values, an integer's bounds), or, for the fields that
+/// must name something real, a live one (an account's address, its pending code, a fresh link).
+async fn documented_values(
+    env: &Env,
+    key: &str,
+    email: &str,
+    name: &str,
+    p: &serde_json::Value,
+) -> Vec<serde_json::Value> {
+    if let Some(values) = p["enum"].as_array() {
+        return values.clone();
+    }
+    if p["type"] == "integer" {
+        return vec![p["minimum"].clone(), p["maximum"].clone()];
+    }
+    if p["type"] == "boolean" {
+        return vec![json!(true), json!(false)];
+    }
+    let live = match name {
+        "email" => email.to_string(),
+        "otp" => env.request_code(email).await,
+        "link" => {
+            let (st, body) = env
+                .post("/v1/auth/browser-link", &[("x-api-key", key)], json!({}))
+                .await;
+            assert_eq!(st, 200, "{body}");
+            let url = body["dashboard_url"].as_str().expect("url");
+            url.split("#login=").nth(1).expect("token").to_string()
+        }
+        _ => {
+            let min = p["minLength"].as_u64().unwrap_or(1) as usize;
+            let sample = "documented";
+            sample.repeat(min.div_ceil(sample.len()).max(1))
+        }
+    };
+    vec![json!(live)]
+}
+
+/// A stranger's wrong guesses lock the code, not the address: after the cooldown the owner of the
+/// address gets a fresh code and signs in.
+async fn fresh_code_after_a_strangers_guesses(b: Backend) {
+    let opts = Options {
+        signin: "cooldown_seconds = 1\n".into(),
+        ..Options::default()
+    };
+    let Some(env) = Env::start(b, opts).await else {
+        return;
+    };
+    let victim = "victim@example.com";
+    let code = env.request_code(victim).await;
+    let wrong = if code == "000000" { "000001" } else { "000000" };
+    for left in (0..5).rev() {
+        let (st, body) = env
+            .post(
+                "/v1/auth/verify",
+                &[],
+                json!({ "email": victim, "otp": wrong }),
+            )
+            .await;
+        assert_eq!(
+            (
+                st.as_u16(),
+                error_type(&body),
+                body["error"]["attempts_left"].as_i64()
+            ),
+            (400, "INVALID_CODE", Some(left)),
+            "{body}"
+        );
+    }
+    let (st, body) = env
+        .post(
+            "/v1/auth/verify",
+            &[],
+            json!({ "email": victim, "otp": code }),
+        )
+        .await;
+    assert_eq!(
+        (st.as_u16(), error_type(&body)),
+        (400, "TOO_MANY_ATTEMPTS"),
+        "the burned code stays locked: {body}"
+    );
+    // The cooldown (1 s, whole seconds) passes; then the owner asks again and gets in.
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let fresh = env.request_code(victim).await;
+    let (st, body) = env
+        .post(
+            "/v1/auth/verify",
+            &[],
+            json!({ "email": victim, "otp": fresh }),
+        )
+        .await;
+    assert_eq!(st, 200, "{body}");
+    assert_schema("SignedIn", &body);
+    env.finish(&[]).await;
+}
+
+/// A session opened by browser-link ends when the key that asked for the link is revoked or rotated
+/// away; its unopened links open nothing; sessions of other keys go on.
+async fn link_sessions_end_with_their_key(b: Backend) {
+    let Some(env) = Env::start(b, Options::default()).await else {
+        return;
+    };
+    let (otp, key_a) = env.account_with_key("ends@example.com").await;
+    let key_b = env.create_key(&otp, "b").await;
+    let o = [("x-session", otp.as_str())];
+    let (_, list) = env.get("/v1/keys", &o).await;
+    let id_of = |key: &str| {
+        list["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| key.starts_with(k["prefix"].as_str().unwrap()))
+            .and_then(|k| k["id"].as_str())
+            .unwrap()
+            .to_string()
+    };
+    let (kid_a, kid_b) = (id_of(&key_a), id_of(&key_b));
+    let link = |key: String| {
+        let env = &env;
+        async move {
+            let (st, body) = env
+                .post("/v1/auth/browser-link", &[("x-api-key", &key)], json!({}))
+                .await;
+            assert_eq!(st, 200, "{body}");
+            body["dashboard_url"].as_str().unwrap().to_string()
+        }
+    };
+    let (session_a, _) = env.open_session(&link(key_a.clone()).await).await;
+    let unopened_a = link(key_a.clone()).await;
+    let (session_b, _) = env.open_session(&link(key_b.clone()).await).await;
+    let works = |session: String| {
+        let env = &env;
+        async move { env.get("/v1/keys", &[("x-session", &session)]).await }
+    };
+    assert_eq!(works(session_a.clone()).await.0, 200);
+    assert_eq!(works(session_b.clone()).await.0, 200);
+
+    // Revoke key A: its session ends at once, its unopened link opens nothing; B's session goes on.
+    let (st, body) = env.delete(&format!("/v1/keys/{kid_a}"), &o).await;
+    assert_eq!(st, 200, "{body}");
+    let (st, body) = works(session_a.clone()).await;
+    assert_eq!(
+        (st.as_u16(), error_type(&body)),
+        (401, "UNAUTHORIZED"),
+        "revoked key: {body}"
+    );
+    let token = unopened_a.split("#login=").nth(1).unwrap();
+    let (st, body) = env
+        .post("/v1/auth/session", &[], json!({ "link": token }))
+        .await;
+    assert_eq!(
+        (st.as_u16(), error_type(&body)),
+        (401, "UNAUTHORIZED"),
+        "link of a revoked key: {body}"
+    );
+    assert_eq!(works(session_b.clone()).await.0, 200);
+
+    // Rotate key B away: its session ends too; a link of the new key works.
+    let (st, rotated) = env
+        .post(&format!("/v1/keys/{kid_b}/rotate"), &o, json!({}))
+        .await;
+    assert_eq!(st, 200, "{rotated}");
+    let (st, body) = works(session_b.clone()).await;
+    assert_eq!(
+        (st.as_u16(), error_type(&body)),
+        (401, "UNAUTHORIZED"),
+        "rotated-away key: {body}"
+    );
+    let new_key = rotated["key"].as_str().unwrap().to_string();
+    let (session_new, _) = env.open_session(&link(new_key.clone()).await).await;
+    assert_eq!(works(session_new.clone()).await.0, 200);
+    // The e-mailed-code session belongs to no key and goes on.
+    assert_eq!(works(otp.clone()).await.0, 200);
+    env.finish(&[
+        &otp,
+        &key_a,
+        &key_b,
+        &new_key,
+        &session_a,
+        &session_b,
+        &session_new,
+    ])
+    .await;
 }

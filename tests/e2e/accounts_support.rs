@@ -498,7 +498,7 @@ impl Env {
             .post(
                 "/v1/admin/grant",
                 &[("x-owner-key", OWNER_KEY)],
-                json!({ "email": email, "credits": credits.to_string() }),
+                json!({ "email": email, "credits": credits }),
             )
             .await;
         assert_eq!(s, 200, "{b}");
@@ -620,6 +620,11 @@ pub fn error_type(body: &Value) -> &str {
 
 /// Runs the `admin` subcommand against the test's database; returns stdout.
 pub fn admin(db: &TestDb, args: &[&str]) -> String {
+    try_admin(db, args).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs the `admin` subcommand: stdout, or what failed with its stderr.
+pub fn try_admin(db: &TestDb, args: &[&str]) -> Result<String, String> {
     let out = Command::new(env!("CARGO_BIN_EXE_socialsearch"))
         .arg("admin")
         .args(args)
@@ -627,10 +632,73 @@ pub fn admin(db: &TestDb, args: &[&str]) -> String {
         .env("SOCIALSEARCH_CONFIG", db.dir.join("config.toml"))
         .output()
         .expect("run admin");
-    assert!(
-        out.status.success(),
-        "admin {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
+    if !out.status.success() {
+        return Err(format!(
+            "admin {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|e| e.to_string())
+}
+
+impl Env {
+    /// The same POST sent `n` times at once, each on a task of its own; the answers in sending order.
+    pub async fn post_parallel(
+        &self,
+        n: usize,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Value,
+    ) -> Vec<(StatusCode, Value)> {
+        self.post_each(path, headers, vec![body; n]).await
+    }
+
+    /// One POST per body, all at once, each on a task of its own; the answers in sending order.
+    pub async fn post_each(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        bodies: Vec<Value>,
+    ) -> Vec<(StatusCode, Value)> {
+        let tasks: Vec<_> = bodies
+            .into_iter()
+            .map(|body| {
+                let mut req = self.http.post(self.url(path)).json(&body);
+                for (k, v) in headers {
+                    req = req.header(*k, *v);
+                }
+                tokio::spawn(async move { read(req.send().await.expect("request")).await })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            out.push(t.await.expect("task"));
+        }
+        out
+    }
+
+    /// How many messages the development outbox holds for the address (`None`: for any address).
+    pub fn outbox_count(&self, email: Option<&str>) -> usize {
+        let text = std::fs::read_to_string(self.db.dir.join("outbox.log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|m| email.is_none_or(|e| m["to"] == e.to_ascii_lowercase().as_str()))
+            .count()
+    }
+}
+
+/// How many answers have this status and error type (`""` for a success).
+pub fn count(answers: &[(StatusCode, Value)], status: u16, error: &str) -> usize {
+    answers
+        .iter()
+        .filter(|(s, b)| s.as_u16() == status && error_type(b) == error)
+        .count()
+}
+
+/// Every answer's status and error type, for failure messages.
+pub fn summary(answers: &[(StatusCode, Value)]) -> Vec<(u16, String)> {
+    answers
+        .iter()
+        .map(|(s, b)| (s.as_u16(), error_type(b).to_string()))
+        .collect()
 }

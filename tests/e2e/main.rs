@@ -13,6 +13,7 @@ mod bodies;
 mod credits;
 mod cursors;
 mod refusals;
+mod races;
 mod routes;
 mod sources;
 mod validation;

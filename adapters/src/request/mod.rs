@@ -214,6 +214,9 @@ pub enum Needed {
 
 enum Raw<'a> {
     Text(Cow<'a, str>),
+    /// A JSON number or boolean of a body, as text, with the name of its JSON type: an integer or
+    /// boolean field reads it, a text field refuses it.
+    Json(Cow<'a, str>, &'static str),
     /// A JSON body value that is not a string; the name of its JSON type.
     Other(&'static str),
 }
@@ -387,23 +390,16 @@ impl<'a> Params<'a> {
             None | Some(Value::Null) => {}
             Some(Value::Object(fields)) => {
                 for (k, v) in fields {
+                    // Numbers and booleans are kept as text with their JSON type, so that the rule
+                    // of the field decides: an integer field reads a number (the OpenAPI document
+                    // declares it `integer`), a text field refuses it by type.
                     let raw = match v {
                         Value::String(s) => Raw::Text(Cow::Borrowed(s)),
-                        Value::Number(n) if accepted.contains(&k.as_str()) => {
-                            Raw::Text(Cow::Owned(n.to_string()))
-                        }
-                        Value::Bool(b) => Raw::Text(Cow::Owned(b.to_string())),
-                        Value::Number(_) => Raw::Other("a number"),
+                        Value::Number(n) => Raw::Json(Cow::Owned(n.to_string()), "a number"),
+                        Value::Bool(b) => Raw::Json(Cow::Owned(b.to_string()), "a boolean"),
                         Value::Null => Raw::Other("null"),
                         Value::Array(_) => Raw::Other("an array"),
                         Value::Object(_) => Raw::Other("an object"),
-                    };
-                    // Numbers and booleans are kept as text so that the rule of the field decides;
-                    // a text field then refuses them by type below.
-                    let raw = match (&raw, v) {
-                        (Raw::Text(_), Value::Number(_)) => Raw::Other("a number"),
-                        (Raw::Text(_), Value::Bool(_)) => Raw::Other("a boolean"),
-                        _ => raw,
                     };
                     p.add(Cow::Borrowed(k), raw, accepted);
                 }
@@ -452,9 +448,24 @@ impl<'a> Params<'a> {
         grammar: Option<&Grammar>,
         default: Option<&'static str>,
     ) -> Option<Cow<'a, str>> {
+        self.checked_value(name, min_length, max_length, grammar, default, None)
+    }
+
+    /// `checked_text` that also reads a body's JSON value of the type `json` (`"a number"` for an
+    /// integer field, `"a boolean"` for a boolean one).
+    fn checked_value(
+        &mut self,
+        name: &'static str,
+        min_length: u32,
+        max_length: u32,
+        grammar: Option<&Grammar>,
+        default: Option<&'static str>,
+        json: Option<&'static str>,
+    ) -> Option<Cow<'a, str>> {
         let value = match self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v) {
             None => return default.map(Cow::Borrowed),
-            Some(Raw::Other(kind)) => {
+            Some(Raw::Json(v, kind)) if json == Some(*kind) => v.clone(),
+            Some(Raw::Json(_, kind) | Raw::Other(kind)) => {
                 let kind = *kind;
                 self.violate(
                     name,
@@ -553,7 +564,7 @@ impl<'a> Params<'a> {
         max: i64,
         default: Option<&'static str>,
     ) -> Option<T> {
-        let value = self.checked_text(name, 1, 32, None, default)?;
+        let value = self.checked_value(name, 1, 32, None, default, Some("a number"))?;
         let digits = value.strip_prefix('-').unwrap_or(&value);
         let got = echo(&value);
         if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -589,7 +600,7 @@ impl<'a> Params<'a> {
     }
 
     pub fn boolean(&mut self, name: &'static str, default: Option<&'static str>) -> Option<bool> {
-        let value = self.checked_text(name, 1, 5, None, default)?;
+        let value = self.checked_value(name, 1, 5, None, default, Some("a boolean"))?;
         match value.as_ref() {
             "true" => Some(true),
             "false" => Some(false),
@@ -838,6 +849,24 @@ mod tests {
                 ("type".to_string(), "pattern")
             ]
         );
+    }
+
+    #[test]
+    fn a_body_number_is_read_by_an_integer_field_and_refused_by_a_text_field() {
+        let body = serde_json::json!({ "credits": 5, "name": 7, "on": true });
+        let mut p = Params::body(Some(&body), &["credits", "name", "on"]);
+        assert_eq!(p.integer::<i64>("credits", 1, 10, None), Some(5));
+        assert_eq!(p.boolean("on", None), Some(true));
+        assert_eq!(p.text("name", 1, 10, None, None), None);
+        let v = p.finish().expect_err("the text field refuses a number");
+        assert_eq!(
+            (v.0.len(), v.0[0].parameter.as_str(), v.0[0].rule),
+            (1, "name", "type")
+        );
+        let body = serde_json::json!({ "credits": 2.5 });
+        let mut p = Params::body(Some(&body), &["credits"]);
+        assert_eq!(p.integer::<i64>("credits", 1, 10, None), None);
+        assert!(p.finish().is_err(), "a fraction is not a whole number");
     }
 
     #[test]

@@ -447,7 +447,7 @@ impl Writer {
         // The batch statements have as many shapes as batch sizes. SQLite keeps the few common ones
         // prepared on its connection (a least-recently-used cache); PostgreSQL parses each.
         let cache = self.db.backend == Backend::Sqlite;
-        let mut tx = self.db.write.begin().await?;
+        let mut tx = self.db.begin_write().await?;
         let only_reserves = ops.iter().all(|op| matches!(op, Op::Reserve { .. }));
         if only_reserves && self.db.backend == Backend::Postgres {
             sqlx::query("SET LOCAL synchronous_commit TO OFF")

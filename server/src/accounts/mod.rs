@@ -2,6 +2,7 @@
 //! The rules (lifetimes, caps, formats) come from `config::Signin` and `secrets`; handlers in `ops/` only
 //! translate between HTTP and these functions.
 
+pub mod caps;
 pub mod ledger;
 pub mod limits;
 pub mod mail;
@@ -9,14 +10,15 @@ pub mod secrets;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use sqlx::{Any, Transaction};
 
 use crate::config::{Config, Signin};
-use crate::db::{Db, DbResult, now};
+use crate::db::{Db, DbResult, WriteTx, now};
 use crate::error::{ApiError, ErrorCode};
+use caps::{DailyCap, bump_daily};
 use ledger::Ledger;
 use limits::KeyLimits;
 use mail::Mailer;
@@ -78,6 +80,9 @@ pub struct Accounts {
     public_url: String,
     secret: Vec<u8>,
     key_cache: Mutex<HashMap<String, (KeyInfo, Instant)>>,
+    /// Bumped whenever a key is revoked or rotated here: a look-up that read the database before the
+    /// bump does not cache what it read, so a retired key cannot come back into the cache.
+    key_retirements: AtomicU64,
 }
 
 fn db_error(e: sqlx::Error) -> ApiError {
@@ -119,10 +124,6 @@ pub fn iso(secs: i64) -> String {
     adapters::upstream::dates::from_unix(secs).unwrap_or_default()
 }
 
-fn day(t: i64) -> i64 {
-    t.div_euclid(86_400)
-}
-
 impl Accounts {
     pub async fn start(config: &Config, db: Db) -> Result<Accounts, String> {
         let secret = match &config.secret {
@@ -141,6 +142,7 @@ impl Accounts {
             public_url: config.public_url.trim_end_matches('/').to_string(),
             secret,
             key_cache: Mutex::new(HashMap::new()),
+            key_retirements: AtomicU64::new(0),
             db,
         })
     }
@@ -158,6 +160,7 @@ impl Accounts {
         {
             return Ok(Some(info.clone()));
         }
+        let retirements = self.key_retirements.load(Ordering::Acquire);
         let row: Option<(String, String, String)> = sqlx::query_as(
             "SELECT id, account_id, prefix FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
         )
@@ -172,6 +175,7 @@ impl Accounts {
         });
         let mut cache = self.cache();
         match &info {
+            Some(_) if self.key_retirements.load(Ordering::Acquire) != retirements => {}
             Some(i) => {
                 if cache.len() > 100_000 {
                     cache.clear();
@@ -190,7 +194,9 @@ impl Accounts {
     }
 
     fn forget_key(&self, key_id: &str) {
-        self.cache().retain(|_, (info, _)| info.id != key_id);
+        let mut cache = self.cache();
+        self.key_retirements.fetch_add(1, Ordering::AcqRel);
+        cache.retain(|_, (info, _)| info.id != key_id);
     }
 
     pub async fn list_keys(&self, account_id: &str) -> AResult<Value> {
@@ -211,9 +217,14 @@ impl Accounts {
         Ok(json!({ "ok": true, "keys": keys }))
     }
 
-    /// Creates a key; the plaintext is in the returned body only.
+    /// Creates a key; the plaintext is in the returned body only. The count and the insert run with
+    /// the account's row locked, so concurrent creations never pass the limit.
     pub async fn create_key(&self, account_id: &str, name: Option<&str>) -> AResult<Value> {
-        let mut tx = self.db.write.begin().await.map_err(db_error)?;
+        let mut tx = self.db.begin_write().await.map_err(db_error)?;
+        self.db
+            .lock_account(&mut tx, account_id)
+            .await
+            .map_err(db_error)?;
         let (n,): (i64,) = sqlx::query_as(
             "SELECT COUNT(*) FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL",
         )
@@ -235,48 +246,37 @@ impl Accounts {
         Ok(body)
     }
 
+    /// Revokes a key; the sessions opened by browser-link with it end with it (see `session`).
     pub async fn revoke_key(&self, account_id: &str, key_id: &str) -> AResult<()> {
-        let done = sqlx::query(
-            "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 AND revoked_at IS NULL",
-        )
-        .bind(now())
-        .bind(key_id)
-        .bind(account_id)
-        .execute(&self.db.write)
-        .await
-        .map_err(db_error)?
-        .rows_affected();
+        let mut tx = self.db.begin_write().await.map_err(db_error)?;
+        let revoked = retire_key(&mut tx, account_id, key_id, now())
+            .await
+            .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
         self.forget_key(key_id);
-        if done == 0 {
+        if revoked.is_none() {
             return Err(no_such_key(key_id));
         }
         Ok(())
     }
 
-    /// Replaces the key's secret; the key keeps its id and name, the old secret stops working at once.
+    /// Rotates a key: a new key (new id, same name) replaces it, and the old one is rotated away at
+    /// once, in one transaction. The old key's row is retired by a conditional update, so of
+    /// concurrent rotations of one key exactly one succeeds; the others find no active key (404).
     pub async fn rotate_key(&self, account_id: &str, key_id: &str) -> AResult<Value> {
-        let key = secrets::new_api_key();
-        let prefix = secrets::key_display_prefix(&key);
-        let at = now();
-        let row: Option<(Option<String>,)> = sqlx::query_as(
-            "UPDATE api_keys SET key_hash = $1, prefix = $2, created_at = $3, last_used_at = NULL \
-             WHERE id = $4 AND account_id = $5 AND revoked_at IS NULL RETURNING name",
-        )
-        .bind(secrets::token_hash(&key))
-        .bind(prefix.as_str())
-        .bind(at)
-        .bind(key_id)
-        .bind(account_id)
-        .fetch_optional(&self.db.write)
-        .await
-        .map_err(db_error)?;
-        self.forget_key(key_id);
-        let Some((name,)) = row else {
+        let mut tx = self.db.begin_write().await.map_err(db_error)?;
+        let retired = retire_key(&mut tx, account_id, key_id, now())
+            .await
+            .map_err(db_error)?;
+        let Some(name) = retired else {
             return Err(no_such_key(key_id));
         };
-        Ok(
-            json!({ "ok": true, "key": key, "id": key_id, "name": name, "prefix": prefix, "created_at": iso(at) }),
-        )
+        let body = insert_key(&mut tx, account_id, name.as_deref())
+            .await
+            .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        self.forget_key(key_id);
+        Ok(body)
     }
 
     // ---- Accounts and credits --------------------------------------------------------------
@@ -291,7 +291,7 @@ impl Accounts {
 
     /// The account of the address, created with `credits` (a `grant` row) when it does not exist.
     pub async fn ensure_account(&self, email: &str, credits: i64) -> AResult<(String, bool)> {
-        let mut tx = self.db.write.begin().await.map_err(db_error)?;
+        let mut tx = self.db.begin_write().await.map_err(db_error)?;
         let r = ensure_account_tx(&mut tx, &normalize_email(email), credits)
             .await
             .map_err(db_error)?;
@@ -307,7 +307,7 @@ impl Accounts {
         kind: &str,
         reference: &str,
     ) -> AResult<i64> {
-        let mut tx = self.db.write.begin().await.map_err(db_error)?;
+        let mut tx = self.db.begin_write().await.map_err(db_error)?;
         grant_tx(&mut tx, account_id, credits, kind, reference)
             .await
             .map_err(db_error)?;
@@ -387,7 +387,11 @@ impl Accounts {
     // ---- Sign-in -----------------------------------------------------------------------------
 
     /// Issues a code for the address and e-mails it. The answer is the same whether or not the address
-    /// has an account.
+    /// has an account. `client` is the caller's address, counted by its network (`caps::client_network`).
+    ///
+    /// One transaction: the code is written by a conditional upsert that replaces the address's code
+    /// only once the cooldown has passed (so of concurrent requests inside a cooldown exactly one gets
+    /// a code), then both daily caps are counted by `bump_daily`; a refusal rolls the whole back.
     pub async fn request_code(&self, email: &str, client: &str) -> AResult<()> {
         let email = normalize_email(email);
         if is_disposable(&email) {
@@ -398,16 +402,33 @@ impl Accounts {
         }
         let s = &self.signin;
         let at = now();
-        let mut tx = self.db.write.begin().await.map_err(db_error)?;
-        let last: Option<(i64,)> =
-            sqlx::query_as("SELECT created_at FROM signin_codes WHERE email = $1")
-                .bind(email.as_str())
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_error)?;
-        if let Some((created,)) = last
-            && created + s.cooldown_seconds > at
-        {
+        let code = secrets::new_code();
+        let mut tx = self.db.begin_write().await.map_err(db_error)?;
+        let written: Option<(String,)> = sqlx::query_as(
+            "INSERT INTO signin_codes (email, code_hash, created_at, expires_at, wrong_guesses, state) \
+             VALUES ($1, $2, $3, $4, 0, 'pending') \
+             ON CONFLICT (email) DO UPDATE SET code_hash = excluded.code_hash, created_at = excluded.created_at, \
+             expires_at = excluded.expires_at, wrong_guesses = 0, state = 'pending' \
+             WHERE signin_codes.created_at + $5 <= excluded.created_at RETURNING email",
+        )
+        .bind(email.as_str())
+        .bind(secrets::code_hash(&self.secret, &email, &code))
+        .bind(at)
+        .bind(at + s.code_ttl_seconds)
+        .bind(s.cooldown_seconds)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if written.is_none() {
+            let last: Option<(i64,)> =
+                sqlx::query_as("SELECT created_at FROM signin_codes WHERE email = $1")
+                    .bind(email.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+            let wait = last.map_or(s.cooldown_seconds, |(created,)| {
+                created + s.cooldown_seconds - at
+            });
             let mut e = ApiError::new(
                 ErrorCode::RateLimited,
                 format!(
@@ -415,14 +436,23 @@ impl Accounts {
                     s.cooldown_seconds
                 ),
             );
-            e.retry_after = Some((created + s.cooldown_seconds - at).max(1) as u64);
+            e.retry_after = Some(wait.max(1) as u64);
             return Err(e);
         }
-        for (what, subject, cap) in [
-            ("code_address", email.as_str(), s.codes_per_address_per_day),
-            ("code_client", client, s.codes_per_client_per_day),
+        let network = caps::client_network(client);
+        for (cap, subject, limit) in [
+            (
+                DailyCap::CodesPerAddress,
+                email.as_str(),
+                s.codes_per_address_per_day,
+            ),
+            (
+                DailyCap::CodesPerClient,
+                network.as_str(),
+                s.codes_per_client_per_day,
+            ),
         ] {
-            if !bump_daily(&mut tx, what, subject, cap, at)
+            if !bump_daily(&mut *tx, cap, subject, limit, at)
                 .await
                 .map_err(db_error)?
             {
@@ -432,20 +462,6 @@ impl Accounts {
                 ));
             }
         }
-        let code = secrets::new_code();
-        sqlx::query(
-            "INSERT INTO signin_codes (email, code_hash, created_at, expires_at, wrong_guesses, state) \
-             VALUES ($1, $2, $3, $4, 0, 'pending') \
-             ON CONFLICT (email) DO UPDATE SET code_hash = excluded.code_hash, created_at = excluded.created_at, \
-             expires_at = excluded.expires_at, wrong_guesses = 0, state = 'pending'",
-        )
-        .bind(email.as_str())
-        .bind(secrets::code_hash(&self.secret, &email, &code))
-        .bind(at)
-        .bind(at + s.code_ttl_seconds)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         self.mailer
             .send_code(&email, &code, s.code_ttl_seconds)
@@ -458,14 +474,19 @@ impl Accounts {
 
     /// Checks the code; on success the account exists (created with the sign-up credits on the first
     /// sign-in) and the returned one-time link token opens a session signed in with the code.
+    ///
+    /// The code's row is read locked (`FOR UPDATE` on PostgreSQL, the write lock on SQLite), so
+    /// concurrent guesses are counted one after the other: exactly `max_wrong_guesses` answer
+    /// INVALID_CODE, every later one TOO_MANY_ATTEMPTS, the right code included.
     pub async fn verify(&self, email: &str, otp: &str) -> AResult<String> {
         let email = normalize_email(email);
         let s = &self.signin;
         let at = now();
-        let mut tx = self.db.write.begin().await.map_err(db_error)?;
-        let row: Option<(String, i64, i64, String)> = sqlx::query_as(
-            "SELECT code_hash, expires_at, wrong_guesses, state FROM signin_codes WHERE email = $1",
-        )
+        let mut tx = self.db.begin_write().await.map_err(db_error)?;
+        let row: Option<(String, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT code_hash, expires_at, wrong_guesses, state FROM signin_codes WHERE email = $1{}",
+            self.db.for_update()
+        )))
         .bind(email.as_str())
         .fetch_optional(&mut *tx)
         .await
@@ -477,7 +498,7 @@ impl Accounts {
             )
             .with_fix("POST /v1/auth/request-code with the address to get a code"));
         };
-        if state == "locked" {
+        if state == "locked" || wrong >= s.max_wrong_guesses {
             return Err(too_many_attempts());
         }
         if at >= expires_at {
@@ -491,16 +512,22 @@ impl Accounts {
             .with_fix("POST /v1/auth/request-code to get a new code"));
         }
         if !secrets::same_hash(&hash, &secrets::code_hash(&self.secret, &email, otp)) {
-            let wrong = wrong + 1;
-            let left = (s.max_wrong_guesses - wrong).max(0);
-            sqlx::query("UPDATE signin_codes SET wrong_guesses = $1, state = $2 WHERE email = $3")
-                .bind(wrong)
-                .bind(if left == 0 { "locked" } else { "pending" })
-                .bind(email.as_str())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
+            // Guarded as well as locked: the count never passes the limit.
+            let counted: Option<(i64,)> = sqlx::query_as(
+                "UPDATE signin_codes SET wrong_guesses = wrong_guesses + 1, \
+                 state = CASE WHEN wrong_guesses + 1 >= $1 THEN 'locked' ELSE 'pending' END \
+                 WHERE email = $2 AND state = 'pending' AND wrong_guesses < $1 RETURNING wrong_guesses",
+            )
+            .bind(s.max_wrong_guesses)
+            .bind(email.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
             tx.commit().await.map_err(db_error)?;
+            let Some((wrong,)) = counted else {
+                return Err(too_many_attempts());
+            };
+            let left = (s.max_wrong_guesses - wrong).max(0);
             let mut e = ApiError::new(
                 ErrorCode::InvalidCode,
                 if left == 0 {
@@ -525,6 +552,7 @@ impl Accounts {
             &mut tx,
             &account_id,
             SessionKind::Otp,
+            None,
             at + s.link_ttl_seconds,
         )
         .await
@@ -533,13 +561,13 @@ impl Accounts {
         Ok(token)
     }
 
-    /// A one-time link for a browser-link session, within the account's daily cap.
-    pub async fn browser_link(&self, account_id: &str) -> AResult<String> {
+    /// A one-time link for a browser-link session of the key `key_id`, within the account's daily cap.
+    pub async fn browser_link(&self, account_id: &str, key_id: &str) -> AResult<String> {
         let at = now();
-        let mut tx = self.db.write.begin().await.map_err(db_error)?;
+        let mut tx = self.db.begin_write().await.map_err(db_error)?;
         if !bump_daily(
-            &mut tx,
-            "link_account",
+            &mut *tx,
+            DailyCap::LinksPerAccount,
             account_id,
             self.signin.links_per_account_per_day,
             at,
@@ -556,6 +584,7 @@ impl Accounts {
             &mut tx,
             account_id,
             SessionKind::Link,
+            Some(key_id),
             at + self.signin.link_ttl_seconds,
         )
         .await
@@ -569,7 +598,8 @@ impl Accounts {
         format!("{}/dashboard#login={token}", self.public_url)
     }
 
-    /// Exchanges a one-time link token for a session: `(session token, kind, expires_at)`.
+    /// Exchanges a one-time link token for a session: `(session token, kind, expires_at)`. A link made
+    /// by browser-link opens nothing once its key is revoked or rotated away.
     pub async fn open_session(&self, link: &str) -> AResult<(String, SessionKind, i64)> {
         let at = now();
         let unauthorized = || {
@@ -581,17 +611,18 @@ impl Accounts {
         if !link.starts_with(secrets::LINK_PREFIX) {
             return Err(unauthorized());
         }
-        let mut tx = self.db.write.begin().await.map_err(db_error)?;
-        let row: Option<(String, String)> = sqlx::query_as(
+        let mut tx = self.db.begin_write().await.map_err(db_error)?;
+        let row: Option<(String, String, Option<String>)> = sqlx::query_as(
             "UPDATE login_links SET used = 1 WHERE token_hash = $1 AND used = 0 AND expires_at > $2 \
-             RETURNING account_id, kind",
+             AND (key_id IS NULL OR key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)) \
+             RETURNING account_id, kind, key_id",
         )
         .bind(secrets::token_hash(link))
         .bind(at)
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_error)?;
-        let Some((account_id, kind)) = row else {
+        let Some((account_id, kind, key_id)) = row else {
             return Err(unauthorized());
         };
         let kind = SessionKind::parse(&kind);
@@ -601,14 +632,15 @@ impl Accounts {
         };
         let token = secrets::new_session_token();
         sqlx::query(
-            "INSERT INTO sessions (token_hash, account_id, kind, created_at, expires_at, revoked) \
-             VALUES ($1, $2, $3, $4, $5, 0)",
+            "INSERT INTO sessions (token_hash, account_id, kind, created_at, expires_at, revoked, key_id) \
+             VALUES ($1, $2, $3, $4, $5, 0, $6)",
         )
         .bind(secrets::token_hash(&token))
         .bind(account_id.as_str())
         .bind(kind.as_str())
         .bind(at)
         .bind(at + ttl)
+        .bind(key_id)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -616,13 +648,18 @@ impl Accounts {
         Ok((token, kind, at + ttl))
     }
 
+    /// The live session behind a token. Read from the database on every request (never cached), with
+    /// the key of a browser-link session: such a session ends as soon as its key is revoked or rotated
+    /// away, whichever process did it.
     pub async fn session(&self, token: &str) -> AResult<Option<SessionInfo>> {
         if !token.starts_with(secrets::SESSION_PREFIX) {
             return Ok(None);
         }
         let hash = secrets::token_hash(token);
         let row: Option<(String, String)> = sqlx::query_as(
-            "SELECT account_id, kind FROM sessions WHERE token_hash = $1 AND revoked = 0 AND expires_at > $2",
+            "SELECT s.account_id, s.kind FROM sessions s LEFT JOIN api_keys k ON k.id = s.key_id \
+             WHERE s.token_hash = $1 AND s.revoked = 0 AND s.expires_at > $2 \
+             AND (s.key_id IS NULL OR (k.id IS NOT NULL AND k.revoked_at IS NULL))",
         )
         .bind(hash.as_str())
         .bind(now())
@@ -662,61 +699,50 @@ fn no_such_key(key_id: &str) -> ApiError {
     .with_fix("GET /v1/keys lists the account's keys")
 }
 
-/// Counts one event against a daily cap; `false` (and nothing counted) when the cap is reached.
-async fn bump_daily(
-    tx: &mut Transaction<'static, Any>,
-    what: &str,
-    subject: &str,
-    cap: i64,
+/// Retires an active key of the account (revoked or rotated away): `Some(name)` when it was active.
+/// One conditional update, so of concurrent revocations and rotations of a key exactly one retires it.
+async fn retire_key(
+    tx: &mut WriteTx,
+    account_id: &str,
+    key_id: &str,
     at: i64,
-) -> DbResult<bool> {
-    let n: Option<(i64,)> = sqlx::query_as(
-        "SELECT n FROM daily_counters WHERE what = $1 AND subject = $2 AND day = $3",
+) -> DbResult<Option<Option<String>>> {
+    let row: Option<(Option<String>,)> = sqlx::query_as(
+        "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 AND revoked_at IS NULL \
+         RETURNING name",
     )
-    .bind(what)
-    .bind(subject)
-    .bind(day(at))
+    .bind(at)
+    .bind(key_id)
+    .bind(account_id)
     .fetch_optional(&mut **tx)
     .await?;
-    if n.map(|n| n.0).unwrap_or(0) >= cap {
-        return Ok(false);
-    }
-    sqlx::query(
-        "INSERT INTO daily_counters (what, subject, day, n) VALUES ($1, $2, $3, 1) \
-         ON CONFLICT (what, subject, day) DO UPDATE SET n = daily_counters.n + 1",
-    )
-    .bind(what)
-    .bind(subject)
-    .bind(day(at))
-    .execute(&mut **tx)
-    .await?;
-    Ok(true)
+    Ok(row.map(|(name,)| name))
 }
 
+/// A one-time link token; `key_id` is the key a browser-link session belongs to.
 async fn insert_link(
-    tx: &mut Transaction<'static, Any>,
+    tx: &mut WriteTx,
     account_id: &str,
     kind: SessionKind,
+    key_id: Option<&str>,
     expires_at: i64,
 ) -> DbResult<String> {
     let token = secrets::new_link_token();
     sqlx::query(
-        "INSERT INTO login_links (token_hash, account_id, kind, expires_at, used) VALUES ($1, $2, $3, $4, 0)",
+        "INSERT INTO login_links (token_hash, account_id, kind, expires_at, used, key_id) \
+         VALUES ($1, $2, $3, $4, 0, $5)",
     )
     .bind(secrets::token_hash(&token))
     .bind(account_id)
     .bind(kind.as_str())
     .bind(expires_at)
+    .bind(key_id)
     .execute(&mut **tx)
     .await?;
     Ok(token)
 }
 
-async fn insert_key(
-    tx: &mut Transaction<'static, Any>,
-    account_id: &str,
-    name: Option<&str>,
-) -> DbResult<Value> {
+async fn insert_key(tx: &mut WriteTx, account_id: &str, name: Option<&str>) -> DbResult<Value> {
     let key = secrets::new_api_key();
     let id = secrets::new_id("key_");
     let prefix = secrets::key_display_prefix(&key);
@@ -739,31 +765,37 @@ async fn insert_key(
 
 /// Creates a key for an operator (`admin create-key`), whatever the count; returns the plaintext.
 pub async fn admin_create_key(db: &Db, account_id: &str, name: Option<&str>) -> DbResult<String> {
-    let mut tx = db.write.begin().await?;
+    let mut tx = db.begin_write().await?;
     let body = insert_key(&mut tx, account_id, name).await?;
     tx.commit().await?;
     Ok(body["key"].as_str().unwrap_or_default().to_string())
 }
 
+/// The account of the address, created with `credits` when it does not exist: `(id, created)`. The
+/// insert skips an address that exists (or that a concurrent transaction has just created), so two
+/// first sign-ins or `admin` commands for one address never fail on the unique address.
 async fn ensure_account_tx(
-    tx: &mut Transaction<'static, Any>,
+    tx: &mut WriteTx,
     email: &str,
     credits: i64,
 ) -> DbResult<(String, bool)> {
-    let existing: Option<(String,)> = sqlx::query_as("SELECT id FROM accounts WHERE email = $1")
-        .bind(email)
-        .fetch_optional(&mut **tx)
-        .await?;
-    if let Some((id,)) = existing {
-        return Ok((id, false));
-    }
     let id = secrets::new_id("acc_");
-    sqlx::query("INSERT INTO accounts (id, email, balance, created_at) VALUES ($1, $2, 0, $3)")
-        .bind(id.as_str())
-        .bind(email)
-        .bind(now())
-        .execute(&mut **tx)
-        .await?;
+    let created: Option<(String,)> = sqlx::query_as(
+        "INSERT INTO accounts (id, email, balance, created_at) VALUES ($1, $2, 0, $3) \
+         ON CONFLICT (email) DO NOTHING RETURNING id",
+    )
+    .bind(id.as_str())
+    .bind(email)
+    .bind(now())
+    .fetch_optional(&mut **tx)
+    .await?;
+    if created.is_none() {
+        let (existing,): (String,) = sqlx::query_as("SELECT id FROM accounts WHERE email = $1")
+            .bind(email)
+            .fetch_one(&mut **tx)
+            .await?;
+        return Ok((existing, false));
+    }
     if credits > 0 {
         grant_tx(tx, &id, credits, "grant", &format!("signup:{id}")).await?;
     }
@@ -771,7 +803,7 @@ async fn ensure_account_tx(
 }
 
 async fn grant_tx(
-    tx: &mut Transaction<'static, Any>,
+    tx: &mut WriteTx,
     account_id: &str,
     credits: i64,
     kind: &str,

@@ -2,8 +2,14 @@
 //!
 //! Both back ends go through sqlx's `Any` driver with runtime queries and `$N` placeholders, which both
 //! understand, so every statement is written once. Writes and reads use two pools: on SQLite the write
-//! pool has exactly one connection, so write transactions never contend (the `BEGIN IMMEDIATE`
-//! guarantee without its busy loops) while WAL readers run beside it; on PostgreSQL both are the same pool.
+//! pool has exactly one connection, so write transactions of one process never contend, while WAL
+//! readers run beside it; on PostgreSQL both are the same pool.
+//!
+//! Every write transaction starts with `begin_write`: on SQLite `BEGIN IMMEDIATE`, which takes the
+//! database's write lock up front (waiting up to the busy timeout for another process, such as an
+//! `admin` command beside `serve`), so a transaction that reads before it writes can never fail half way
+//! with "database is locked"; on PostgreSQL a plain `BEGIN`, with the rows a rule reads before it writes
+//! locked (`lock_account`, `for_update`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -15,7 +21,10 @@ use sqlx::{AnyPool, Executor};
 pub const DEFAULT_URL: &str = "sqlite://data/socialsearch.db?mode=rwc";
 
 /// The migrations, applied in order and recorded in `schema_migrations`.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/0001_accounts.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../../migrations/0001_accounts.sql")),
+    (3, include_str!("../../migrations/0003_session_keys.sql")),
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -43,6 +52,15 @@ impl std::fmt::Debug for Db {
 }
 
 pub type DbResult<T> = Result<T, sqlx::Error>;
+
+/// The PostgreSQL advisory lock key that serialises migrations ("ssmigrat" in ASCII, any fixed number).
+const MIGRATION_LOCK: i64 = 0x7373_6d69_6772_6174;
+
+/// A write transaction (see `Db::begin_write`).
+pub type WriteTx = sqlx::Transaction<'static, sqlx::Any>;
+
+/// How long a SQLite connection waits for another process's write lock before "database is locked".
+pub const SQLITE_BUSY_TIMEOUT_MS: u64 = 10_000;
 
 /// Unix seconds now.
 pub fn now() -> i64 {
@@ -106,7 +124,10 @@ impl Db {
                     .acquire_timeout(Duration::from_secs(30))
                     .after_connect(move |conn, _| {
                         Box::pin(async move {
-                            conn.execute("PRAGMA busy_timeout = 10000").await?;
+                            conn.execute(sqlx::AssertSqlSafe(format!(
+                                "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"
+                            )))
+                            .await?;
                             conn.execute(pragma).await?;
                             conn.execute("PRAGMA foreign_keys = ON").await?;
                             // No connection checkpoints on commit: a checkpoint copies the WAL into the
@@ -161,14 +182,58 @@ impl Db {
         Ok(db)
     }
 
+    /// Begins a write transaction: on SQLite with the write lock taken at once (`BEGIN IMMEDIATE`, the
+    /// busy timeout waiting for another process), on PostgreSQL a plain `BEGIN`.
+    pub async fn begin_write(&self) -> DbResult<WriteTx> {
+        match self.backend {
+            Backend::Sqlite => self.write.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.write.begin().await,
+        }
+    }
+
+    /// Locks the account's row until the transaction ends, so a rule per account that counts before it
+    /// writes (keys per account) holds under concurrent requests: `SELECT ... FOR UPDATE` on PostgreSQL;
+    /// a plain read on SQLite, where `begin_write` already holds the database's write lock. `true`
+    /// when the account exists.
+    pub async fn lock_account(&self, tx: &mut WriteTx, account_id: &str) -> DbResult<bool> {
+        let sql = match self.backend {
+            Backend::Postgres => "SELECT id FROM accounts WHERE id = $1 FOR UPDATE",
+            Backend::Sqlite => "SELECT id FROM accounts WHERE id = $1",
+        };
+        let row: Option<(String,)> = sqlx::query_as(sql)
+            .bind(account_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        Ok(row.is_some())
+    }
+
+    /// `" FOR UPDATE"` on PostgreSQL, empty on SQLite (see `lock_account`): appended to a `SELECT` of a
+    /// write transaction whose rows the transaction goes on to change.
+    pub fn for_update(&self) -> &'static str {
+        match self.backend {
+            Backend::Postgres => " FOR UPDATE",
+            Backend::Sqlite => "",
+        }
+    }
+
+    /// Applies the missing migrations, all in one write transaction, so processes starting at once on
+    /// a new database (a service and `admin` commands) apply each exactly once: SQLite serialises them
+    /// by `BEGIN IMMEDIATE`, PostgreSQL by a transaction-scoped advisory lock (its `CREATE TABLE IF NOT
+    /// EXISTS` is not safe against a concurrent one).
     async fn migrate(&self) -> DbResult<()> {
+        let mut tx = self.begin_write().await?;
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(MIGRATION_LOCK)
+                .execute(&mut *tx)
+                .await?;
+        }
         sqlx::query(
             "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)",
         )
-        .execute(&self.write)
+        .execute(&mut *tx)
         .await?;
         for (version, sql) in MIGRATIONS {
-            let mut tx = self.write.begin().await?;
             let done: Option<(i64,)> =
                 sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
                     .bind(*version)
@@ -187,9 +252,8 @@ impl Db {
                 .bind(now())
                 .execute(&mut *tx)
                 .await?;
-            tx.commit().await?;
         }
-        Ok(())
+        tx.commit().await
     }
 
     pub async fn close(&self) {

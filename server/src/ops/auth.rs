@@ -43,8 +43,13 @@ pub async fn auth_browser_link(
     caller: Caller,
     _: AuthBrowserLinkInput,
 ) -> ApiResult {
-    let account = caller.account_id().ok_or_else(ApiError::internal)?;
-    let token = state.accounts.browser_link(account).await?;
+    let Caller::Key(key) = caller else {
+        return Err(ApiError::internal());
+    };
+    let token = state
+        .accounts
+        .browser_link(&key.account_id, &key.id)
+        .await?;
     Ok(Json(json!({
         "ok": true,
         "dashboard_url": state.accounts.dashboard_url(&token),
