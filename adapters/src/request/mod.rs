@@ -689,7 +689,7 @@ impl<'a> Params<'a> {
             .iter()
             .find(|(n, _)| n == then)
             .map(|(_, v)| match v {
-                Raw::Text(t) => t.to_string(),
+                Raw::Text(t) | Raw::Json(t, _) => t.to_string(),
                 Raw::Other(kind) => (*kind).to_string(),
             });
         let problem = match needed {

@@ -23,7 +23,7 @@ pub const DEFAULT_URL: &str = "sqlite://data/socialsearch.db?mode=rwc";
 /// The migrations, applied in order and recorded in `schema_migrations`.
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../migrations/0001_accounts.sql")),
-    (3, include_str!("../../migrations/0003_session_keys.sql")),
+    (2, include_str!("../../migrations/0002_session_keys.sql")),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
