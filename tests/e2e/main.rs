@@ -10,6 +10,7 @@ mod support;
 mod accounts;
 mod accounts_support;
 mod bodies;
+mod connections;
 mod credits;
 mod routes;
 mod sources;
