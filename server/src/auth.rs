@@ -119,9 +119,8 @@ const OWNER_LIMIT_ID: &str = "operator:owner-key";
 /// The operator (`x-owner-key`). Every attempt counts against the operator's rate, failed ones
 /// too, so the key cannot be guessed fast.
 fn by_owner_key(state: &AppState, headers: &HeaderMap) -> ApiResult<Caller> {
-    let refused = || {
-        unauthorized("this operation needs the operator's key in the x-owner-key header")
-    };
+    let refused =
+        || unauthorized("this operation needs the operator's key in the x-owner-key header");
     let got = match credential(headers, "x-owner-key")? {
         Credential::Absent => return Err(refused()),
         Credential::Unreadable => None,

@@ -289,11 +289,21 @@ mod tests {
 
     #[test]
     fn a_short_owner_key_is_refused() {
-        let err = parse("owner_key = \"0123456789abcdef0123456789abcde\"").expect_err("31 characters");
-        assert!(err.contains("31 characters") && err.contains("at least 32"), "{err}");
-        assert!(parse("owner_key = \"\"").is_err(), "an empty key is not a key");
+        let err =
+            parse("owner_key = \"0123456789abcdef0123456789abcde\"").expect_err("31 characters");
+        assert!(
+            err.contains("31 characters") && err.contains("at least 32"),
+            "{err}"
+        );
+        assert!(
+            parse("owner_key = \"\"").is_err(),
+            "an empty key is not a key"
+        );
         assert!(parse("owner_key = \"0123456789abcdef0123456789abcdef\"").is_ok());
-        assert!(parse("").is_ok(), "no owner key: the admin routes answer 401");
+        assert!(
+            parse("").is_ok(),
+            "no owner key: the admin routes answer 401"
+        );
     }
 
     #[test]

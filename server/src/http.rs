@@ -73,7 +73,9 @@ pub async fn request_context(req: Request, next: Next) -> Response {
     // HEAD is no method of any route (spec: "Method is GET"), so it is a wrong method like any
     // other; axum would otherwise run the GET handler, and with it a paid call, for a bodiless answer.
     let mut res = if req.method() == Method::HEAD {
-        CONTEXT.scope(ctx, async { unknown_endpoint(req).await.into_response() }).await
+        CONTEXT
+            .scope(ctx, async { unknown_endpoint(req).await.into_response() })
+            .await
     } else {
         CONTEXT.scope(ctx, next.run(req)).await
     };

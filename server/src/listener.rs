@@ -122,9 +122,8 @@ fn common(app: Router, s: &config::Server) -> Common {
     }
     let hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
     let refusal_path = format!("/.refused/{hex}");
-    let request = format!(
-        "GET {refusal_path} HTTP/1.1\r\nhost: refused\r\nconnection: close\r\n\r\n"
-    );
+    let request =
+        format!("GET {refusal_path} HTTP/1.1\r\nhost: refused\r\nconnection: close\r\n\r\n");
     Common {
         app,
         http,

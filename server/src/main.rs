@@ -199,7 +199,9 @@ async fn serve(mut config: Config, listen: Option<SocketAddr>) -> Result<(), Str
     );
     // Calls whose connection was cut release their reservation as soon as they notice.
     if !server::platform::calls_ended(std::time::Duration::from_secs(5)).await {
-        tracing::warn!("paid calls still running at exit; their holds are released at the next start");
+        tracing::warn!(
+            "paid calls still running at exit; their holds are released at the next start"
+        );
     }
     // Every answered call is already committed; this writes the remaining call log.
     state.accounts.ledger.shutdown().await;

@@ -35,7 +35,11 @@ fn malformed_framing_is_answered_in_the_envelope() {
             "both Content-Length and Transfer-Encoding",
         ),
         (
-            format!("GET /v1/status?q={} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(9000)).into_bytes(),
+            format!(
+                "GET /v1/status?q={} HTTP/1.1\r\nHost: t\r\n\r\n",
+                "a".repeat(9000)
+            )
+            .into_bytes(),
             "URL is over 8192 bytes",
         ),
         (
@@ -49,7 +53,9 @@ fn malformed_framing_is_answered_in_the_envelope() {
         (
             format!(
                 "GET /v1/status HTTP/1.1\r\n{}\r\n",
-                (0..120).map(|i| format!("x-h{i}: v\r\n")).collect::<String>()
+                (0..120)
+                    .map(|i| format!("x-h{i}: v\r\n"))
+                    .collect::<String>()
             )
             .into_bytes(),
             "more than 100 header fields",
@@ -150,7 +156,52 @@ fn slow_and_idle_clients_are_disconnected() {
         .unwrap();
     let (out, in_time) = closed(&mut idle);
     assert!(in_time, "an idle kept-alive connection is closed");
-    assert_eq!(count(&out, b"HTTP/1.1 200"), 1, "its request was answered first");
+    assert_eq!(
+        count(&out, b"HTTP/1.1 200"),
+        1,
+        "its request was answered first"
+    );
+}
+
+/// At the connection cap a further connection waits in the listen backlog: it is answered as
+/// soon as another connection closes, never refused.
+#[test]
+fn at_the_connection_cap_a_new_connection_waits_for_a_free_place() {
+    let s = Server::start(Some("[server]\nmax_connections = 2\n"));
+    let first = TcpStream::connect(s.addr).unwrap();
+    let second = TcpStream::connect(s.addr).unwrap();
+    // Both places are taken once the server has answered on them.
+    for mut held in [&first, &second] {
+        held.write_all(b"GET /v1/status HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        held.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut head = [0u8; 12];
+        held.read_exact(&mut head).unwrap();
+        assert_eq!(&head, b"HTTP/1.1 200");
+    }
+    let mut third = TcpStream::connect(s.addr).expect("the kernel queues the connection");
+    third
+        .write_all(b"GET /v1/status HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    third.set_nonblocking(true).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut probe = [0u8; 1];
+    let early = third.read(&mut probe);
+    assert!(
+        matches!(&early, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "not served while both places are taken: {early:?}"
+    );
+    third.set_nonblocking(false).unwrap();
+    drop(first);
+    let out = read_all(&mut third, Duration::from_secs(20));
+    assert_eq!(
+        count(&out, b"HTTP/1.1 200"),
+        1,
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    drop(second);
 }
 
 // ---- Slow clients, then SIGTERM under load --------------------------------------------------
@@ -267,11 +318,16 @@ async fn hang_up_is_not_charged(backend: Backend) {
     let (_, key) = env.account_with_key("gone@example.com").await;
     let mut stream = TcpStream::connect(addr_of(&env)).unwrap();
     stream
-        .write_all(format!("GET {SEARCH} HTTP/1.1\r\nHost: t\r\nx-api-key: {key}\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET {SEARCH} HTTP/1.1\r\nHost: t\r\nx-api-key: {key}\r\n\r\n").as_bytes(),
+        )
         .unwrap();
     let started = Instant::now();
     while env.up.seen().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(20), "the call reaches the upstream");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the call reaches the upstream"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     drop(stream);
@@ -279,15 +335,19 @@ async fn hang_up_is_not_charged(backend: Backend) {
     let db = env.db.connect().await;
     let started = Instant::now();
     let (status, credits) = loop {
-        let row: Option<(i64, i64)> =
-            sqlx::query_as("SELECT status, credits FROM calls WHERE endpoint = '/v1/techforum/search'")
-                .fetch_optional(&db.read)
-                .await
-                .expect("query");
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT status, credits FROM calls WHERE endpoint = '/v1/techforum/search'",
+        )
+        .fetch_optional(&db.read)
+        .await
+        .expect("query");
         if let Some(row) = row {
             break row;
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "the call is logged");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the call is logged"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     db.close().await;
@@ -382,7 +442,10 @@ fn a_short_owner_key_is_refused_at_start() {
         stderr.contains("owner_key is 20 characters; it must be at least 32"),
         "{stderr}"
     );
-    assert!(!stderr.contains("too-short"), "the key itself is not printed");
+    assert!(
+        !stderr.contains("too-short"),
+        "the key itself is not printed"
+    );
 }
 
 /// Admin routes are rate-limited, and failed owner-key attempts count: after the burst even the
@@ -398,7 +461,11 @@ async fn admin_routes_are_rate_limited(backend: Backend) {
     let path = "/v1/admin/account?email=nobody%40example.com";
     for i in 0..3 {
         let (s, b) = env.get(path, &[("x-owner-key", "wrong-guess")]).await;
-        assert_eq!((s.as_u16(), error_type(&b)), (401, "UNAUTHORIZED"), "attempt {i}: {b}");
+        assert_eq!(
+            (s.as_u16(), error_type(&b)),
+            (401, "UNAUTHORIZED"),
+            "attempt {i}: {b}"
+        );
     }
     let (s, b) = env.get(path, &[("x-owner-key", "wrong-guess")]).await;
     assert_eq!((s.as_u16(), error_type(&b)), (429, "RATE_LIMITED"), "{b}");

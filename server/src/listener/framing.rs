@@ -82,7 +82,10 @@ impl Shared {
     }
 
     pub fn take_refusal(&self) -> Option<Refusal> {
-        self.refusal.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.refusal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 }
 
@@ -92,7 +95,10 @@ pub enum Head {
     /// More bytes are needed.
     Partial,
     /// A valid head of `len` bytes, followed by `body` bytes of body.
-    Complete { len: usize, body: u64 },
+    Complete {
+        len: usize,
+        body: u64,
+    },
     Refused(Refusal),
 }
 
@@ -241,9 +247,7 @@ fn parse_length(raw: &[u8]) -> Option<u64> {
 /// Whether hyper will accept the target: the common origin form is checked by bytes with no
 /// allocation; anything else goes through the same URI parser hyper uses.
 fn valid_target(path: &[u8]) -> bool {
-    let plain = |b: &u8| {
-        b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(b)
-    };
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(b);
     if path.first() == Some(&b'/') && path.iter().all(plain) {
         return true;
     }
@@ -356,7 +360,9 @@ impl Framing {
             self.pos = 0;
         }
         let len = self.buf.len();
-        let room = (self.limits.max_head + 1).saturating_sub(len).clamp(1, READ_CHUNK);
+        let room = (self.limits.max_head + 1)
+            .saturating_sub(len)
+            .clamp(1, READ_CHUNK);
         self.buf.resize(len + room, 0);
         let mut rb = ReadBuf::new(&mut self.buf[len..]);
         let polled = Pin::new(&mut self.io).poll_read(cx, &mut rb);
@@ -559,7 +565,10 @@ mod tests {
         for (head, says) in [
             ("Content-Length: abc", "not a non-negative"),
             ("Content-Length: -1", "not a non-negative"),
-            ("Content-Length: 99999999999999999999999", "not a non-negative"),
+            (
+                "Content-Length: 99999999999999999999999",
+                "not a non-negative",
+            ),
             ("Content-Length: 2\r\nContent-Length: 3", "different values"),
             (
                 "Content-Length: 2\r\nTransfer-Encoding: chunked",
