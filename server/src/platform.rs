@@ -214,7 +214,8 @@ async fn call(
             tracing::error!(error = %e, "release failed; the hold is released by the janitor");
         }
         tracing::info!("the client hung up before its answer; nothing was charged");
-        ApiError::internal().into_response()
+        // Nobody reads it: the request it would answer is gone.
+        axum::http::StatusCode::NO_CONTENT.into_response()
     };
     let Some(served) = served else {
         return gone().await;
