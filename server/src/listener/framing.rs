@@ -275,8 +275,6 @@ pub struct Framing {
     limits: Limits,
     shared: std::sync::Arc<Shared>,
     started: Instant,
-    /// Whether a request was already handed over (the first head is timed from the connection's start).
-    served: bool,
     /// The synthetic request a refusal is replaced with.
     refusal_request: &'static [u8],
     timer: Pin<Box<Sleep>>,
@@ -302,7 +300,6 @@ impl Framing {
             limits,
             shared,
             started,
-            served: false,
             refusal_request,
             timer: Box::pin(tokio::time::sleep_until(deadline.into())),
             armed: deadline,
@@ -335,21 +332,20 @@ impl Framing {
     /// Called when the socket has nothing to read: `Ready` when the client has run out of time.
     fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         loop {
-            let deadline = match self.deadline() {
-                Some(d) => d,
-                // Checked again later: the answer may be written by then and the wait begin.
-                None => Instant::now() + self.limits.idle_timeout,
-            };
-            if deadline != self.armed {
-                self.timer.as_mut().reset(deadline.into());
-                self.armed = deadline;
+            let now = Instant::now();
+            // No deadline while the application answers: look again later, when the wait may
+            // have begun.
+            let target = self.deadline().unwrap_or(now + self.limits.idle_timeout);
+            // The timer is moved only earlier (or once it has fired): a deadline that moved
+            // later is found when the timer fires, so a busy connection rarely touches the timer.
+            if target < self.armed || self.armed <= now {
+                self.timer.as_mut().reset(target.into());
+                self.armed = target;
             }
             ready!(self.timer.as_mut().poll(cx));
             if self.deadline().is_some_and(|d| d <= Instant::now()) {
                 return Poll::Ready(());
             }
-            // Fired early for a deadline that has moved on (an answer ended, a body began): re-arm.
-            self.armed = Instant::now();
         }
     }
 
@@ -384,7 +380,6 @@ impl Framing {
                         let since = *since;
                         match check_head(self.buffered(), &self.limits) {
                             Head::Complete { len, body } => {
-                                self.served = true;
                                 self.state = State::Forward {
                                     left: len as u64 + body,
                                     since: Instant::now(),
@@ -422,9 +417,7 @@ impl Framing {
                 }
                 State::Forward { left, .. } => {
                     if *left == 0 {
-                        self.state = State::Head {
-                            since: (!self.served).then(Instant::now),
-                        };
+                        self.state = State::Head { since: None };
                         continue;
                     }
                     let want = (*left).min(dst.remaining() as u64) as usize;
