@@ -53,19 +53,9 @@ pub async fn serve(state: AppState, endpoint: EndpointId, req: HttpRequest) -> R
         )
         .await
     }));
-    match task.await {
-        Ok(res) => res,
-        Err(_) => {
-            let ctx = crate::http::current();
-            match ctx {
-                Some(ctx) => {
-                    crate::http::in_context(ctx, async { ApiError::internal().into_response() })
-                        .await
-                }
-                None => ApiError::internal().into_response(),
-            }
-        }
-    }
+    // This runs inside the request's context, so the error carries its request id.
+    task.await
+        .unwrap_or_else(|_| ApiError::internal().into_response())
 }
 
 /// Paid calls still running (their tasks outlive the request), so shutdown can wait until each

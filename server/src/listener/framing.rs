@@ -145,7 +145,7 @@ pub fn check_head(bytes: &[u8], limits: &Limits) -> Head {
                         "the request URL is over {} bytes; send a shorter one",
                         limits.max_url
                     ),
-                    &bytes[..bytes.len().min(MAX_ENDPOINT)],
+                    target_of(bytes),
                 );
             }
             return bad(
@@ -583,8 +583,10 @@ mod tests {
         let r = refusal(long_url.as_bytes());
         assert!(r.message.contains("URL is over 64 bytes"), "{}", r.message);
         // A request line that never ends within the head limit is an over-long URL too.
-        let r = refusal(format!("GET /{}", "a".repeat(300)).as_bytes());
+        let r = refusal(format!("GET /{}?q=1", "a".repeat(300)).as_bytes());
         assert!(r.message.contains("URL is over 64 bytes"), "{}", r.message);
+        assert!(r.endpoint.starts_with("/aaa"), "{}", r.endpoint);
+        assert_eq!(r.endpoint.len(), MAX_ENDPOINT);
         let big = format!("GET /x HTTP/1.1\r\nx-big: {}\r\n", "b".repeat(300));
         let r = refusal(big.as_bytes());
         assert!(r.message.contains("head"), "{}", r.message);
