@@ -305,6 +305,50 @@ async fn slow_clients_then_sigterm(backend: Backend) {
     assert_eq!(env.stored_balance("slow@example.com").await, 47);
 }
 
+/// A paid call that outlasts the grace period is cut with its connection: its hold is released
+/// before the process exits (nothing charged, nothing left held for the next start).
+async fn sigterm_cuts_a_call_past_the_grace_period(backend: Backend) {
+    let up = FakeUpstream::start().await;
+    up.route(
+        Route::get("/api/v1/search")
+            .file("techforum/algolia/search_story.json")
+            .delay(Duration::from_secs(30)),
+    );
+    let opts = Options {
+        extra: "[server]\nshutdown_grace_ms = 1000\n".into(),
+        ..Options::default()
+    };
+    let Some(mut env) = Env::start_with(backend, opts, up.url("/api/v1"), up).await else {
+        return;
+    };
+    let (_, key) = env.account_with_key("cut@example.com").await;
+    let req = env.http.get(env.url(SEARCH)).header("x-api-key", &key);
+    let call = tokio::spawn(async move { req.send().await.map(|r| r.status().as_u16()) });
+    let started = Instant::now();
+    while env.up.seen().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the call reaches the upstream"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stopping = Instant::now();
+    tokio::task::block_in_place(|| env.server.stop());
+    let log = env.server.log_text();
+    assert!(
+        log.contains("socialsearch stopped"),
+        "the process ended by itself: {log}"
+    );
+    assert!(
+        stopping.elapsed() < Duration::from_secs(8),
+        "exit after the 1 s grace period (and a margin)"
+    );
+    assert!(call.await.unwrap().is_err(), "the cut call got no answer");
+    env.check_ledger(true).await;
+    assert_eq!(env.charged().await, 0);
+    assert_eq!(env.stored_balance("cut@example.com").await, 50);
+}
+
 // ---- A client that hangs up mid-call --------------------------------------------------------
 
 /// The client closes its connection while the upstream is still answering: the reservation is
@@ -526,6 +570,7 @@ async fn admin_routes_are_rate_limited(backend: Backend) {
 
 on_both_databases!(
     slow_clients_then_sigterm,
+    sigterm_cuts_a_call_past_the_grace_period,
     hang_up_is_not_charged,
     head_is_not_a_call,
     admin_routes_are_rate_limited,
