@@ -39,12 +39,32 @@ impl Caller {
     }
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
+/// A credential header as sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// No such header, or an empty one.
+    Absent,
+    /// Bytes no credential is made of (not visible ASCII): treated like an unknown credential.
+    Unreadable,
+    Given(String),
+}
+
+/// The one `name` header of a request; two or more are refused rather than one picked silently.
+pub fn credential(headers: &HeaderMap, name: &str) -> ApiResult<Credential> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Ok(Credential::Absent);
+    };
+    if values.next().is_some() {
+        return Err(ApiError::bad_request(format!(
+            "the request has more than one {name} header; send exactly one"
+        )));
+    }
+    Ok(match value.to_str().map(str::trim) {
+        Ok("") => Credential::Absent,
+        Ok(v) => Credential::Given(v.to_string()),
+        Err(_) => Credential::Unreadable,
+    })
 }
 
 fn unauthorized(message: &str) -> ApiError {
@@ -52,15 +72,18 @@ fn unauthorized(message: &str) -> ApiError {
 }
 
 async fn by_key(state: &AppState, headers: &HeaderMap) -> ApiResult<Caller> {
-    let Some(raw) = header(headers, "x-api-key") else {
-        return Err(unauthorized(
-            "this operation needs an API key in the x-api-key header",
-        ));
+    let unknown = || unauthorized("the API key is unknown, rotated away or revoked");
+    let raw = match credential(headers, "x-api-key")? {
+        Credential::Absent => {
+            return Err(unauthorized(
+                "this operation needs an API key in the x-api-key header",
+            ));
+        }
+        Credential::Unreadable => return Err(unknown()),
+        Credential::Given(raw) => raw,
     };
-    let Some(key) = state.accounts.key(raw).await? else {
-        return Err(unauthorized(
-            "the API key is unknown, rotated away or revoked",
-        ));
+    let Some(key) = state.accounts.key(&raw).await? else {
+        return Err(unknown());
     };
     if let Err(secs) = state.accounts.limits.check_rate(&key.id) {
         return Err(crate::platform::rate_limited(secs));
@@ -69,21 +92,54 @@ async fn by_key(state: &AppState, headers: &HeaderMap) -> ApiResult<Caller> {
 }
 
 async fn by_session(state: &AppState, headers: &HeaderMap) -> ApiResult<Caller> {
-    let Some(raw) = header(headers, "x-session") else {
-        let why = if header(headers, "x-api-key").is_some() {
-            "this operation needs a browser session (x-session); it never accepts x-api-key"
-        } else {
-            "this operation needs a browser session in the x-session header"
-        };
-        return Err(unauthorized(why).with_fix(
-            "sign in: POST /v1/auth/request-code, POST /v1/auth/verify, then POST /v1/auth/session with the link token",
-        ));
+    let unknown = || unauthorized("the session is unknown, expired or signed out");
+    let raw = match credential(headers, "x-session")? {
+        Credential::Absent => {
+            let why = if credential(headers, "x-api-key")? != Credential::Absent {
+                "this operation needs a browser session (x-session); it never accepts x-api-key"
+            } else {
+                "this operation needs a browser session in the x-session header"
+            };
+            return Err(unauthorized(why).with_fix(
+                "sign in: POST /v1/auth/request-code, POST /v1/auth/verify, then POST /v1/auth/session with the link token",
+            ));
+        }
+        Credential::Unreadable => return Err(unknown()),
+        Credential::Given(raw) => raw,
     };
-    match state.accounts.session(raw).await? {
+    match state.accounts.session(&raw).await? {
         Some(s) => Ok(Caller::Session(s)),
-        None => Err(unauthorized(
-            "the session is unknown, expired or signed out",
-        )),
+        None => Err(unknown()),
+    }
+}
+
+/// The id the operator's requests are rate-limited under (no key id has a colon).
+const OWNER_LIMIT_ID: &str = "operator:owner-key";
+
+/// The operator (`x-owner-key`). Every attempt counts against the operator's rate, failed ones
+/// too, so the key cannot be guessed fast.
+fn by_owner_key(state: &AppState, headers: &HeaderMap) -> ApiResult<Caller> {
+    let refused =
+        || unauthorized("this operation needs the operator's key in the x-owner-key header");
+    let got = match credential(headers, "x-owner-key")? {
+        Credential::Absent => return Err(refused()),
+        Credential::Unreadable => None,
+        Credential::Given(raw) => Some(raw),
+    };
+    if let Err(secs) = state.accounts.limits.check_rate(OWNER_LIMIT_ID) {
+        return Err(crate::platform::rate_limited(secs));
+    }
+    let expected = state.config.owner_key.as_deref().filter(|k| !k.is_empty());
+    match (expected, got) {
+        (Some(want), Some(got))
+            if crate::accounts::secrets::same_hash(
+                &crate::accounts::secrets::token_hash(want),
+                &crate::accounts::secrets::token_hash(&got),
+            ) =>
+        {
+            Ok(Caller::Owner)
+        }
+        _ => Err(refused()),
     }
 }
 
@@ -97,27 +153,12 @@ pub async fn authenticate(
         Scheme::ApiKey => by_key(state, headers).await,
         Scheme::Session => by_session(state, headers).await,
         Scheme::ApiKeyOrSession => {
-            if header(headers, "x-session").is_some() {
+            if credential(headers, "x-session")? != Credential::Absent {
                 by_session(state, headers).await
             } else {
                 by_key(state, headers).await
             }
         }
-        Scheme::OwnerKey => {
-            let expected = state.config.owner_key.as_deref().filter(|k| !k.is_empty());
-            match (expected, header(headers, "x-owner-key")) {
-                (Some(want), Some(got))
-                    if crate::accounts::secrets::same_hash(
-                        &crate::accounts::secrets::token_hash(want),
-                        &crate::accounts::secrets::token_hash(got),
-                    ) =>
-                {
-                    Ok(Caller::Owner)
-                }
-                _ => Err(unauthorized(
-                    "this operation needs the operator's key in the x-owner-key header",
-                )),
-            }
-        }
+        Scheme::OwnerKey => by_owner_key(state, headers),
     }
 }

@@ -13,6 +13,8 @@ pub struct Config {
     /// Public base URL of this deployment, used to build dashboard and pay links. Empty (the
     /// default): `http://` and the address `serve` actually listens on.
     pub public_url: String,
+    /// Connection handling: timeouts, the connection cap, shutdown.
+    pub server: Server,
     pub limits: Limits,
     /// Database URL (`sqlite://...` or `postgres://...`); the `DATABASE_URL` environment variable wins.
     pub database_url: Option<String>,
@@ -66,6 +68,44 @@ pub struct Limits {
     /// A held reservation older than this is released by the janitor (a crashed or stuck call).
     pub hold_expiry_seconds: u64,
 }
+
+/// How the listener treats connections (docs/decisions.md, "Connections").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Server {
+    /// Time for a whole request head (request line and header fields) to arrive, counted from the
+    /// connection's start or the first byte of the head; then the connection is closed.
+    pub header_timeout_ms: u64,
+    /// Time for a whole request body to arrive once its head is in; then the connection is closed.
+    pub body_timeout_ms: u64,
+    /// A kept-alive connection with no request in flight is closed after this long.
+    pub idle_timeout_ms: u64,
+    /// Open connections at most; further ones wait in the listen backlog until one closes.
+    pub max_connections: usize,
+    /// On SIGTERM/SIGINT, calls in flight get this long to finish before their connections are closed.
+    pub shutdown_grace_ms: u64,
+    /// Longest request target (path and query) accepted; longer ones get 400 BAD_REQUEST.
+    pub max_url_bytes: usize,
+    /// Longest request head (request line and header fields) accepted; longer ones get 400 BAD_REQUEST.
+    pub max_head_bytes: usize,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Server {
+            header_timeout_ms: 10_000,
+            body_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+            max_connections: 10_000,
+            shutdown_grace_ms: 10_000,
+            max_url_bytes: 8 * 1024,
+            max_head_bytes: 16 * 1024,
+        }
+    }
+}
+
+/// Shortest accepted `owner_key`: 32 characters, as long as the service's own random keys.
+pub const OWNER_KEY_MIN_CHARS: usize = 32;
 
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -164,6 +204,7 @@ impl std::fmt::Debug for Config {
         f.debug_struct("Config")
             .field("listen", &self.listen)
             .field("public_url", &self.public_url)
+            .field("server", &self.server)
             .field("limits", &self.limits)
             .field(
                 "database_url",
@@ -186,6 +227,7 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             public_url: String::new(),
+            server: Server::default(),
             limits: Limits::default(),
             database_url: None,
             sqlite_synchronous: "normal".into(),
@@ -216,7 +258,40 @@ impl Config {
     pub fn from_file(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("config {}: {e}", path.display()))
+        let config: Config =
+            toml::from_str(&text).map_err(|e| format!("config {}: {e}", path.display()))?;
+        config
+            .validate()
+            .map_err(|e| format!("config {}: {e}", path.display()))?;
+        Ok(config)
+    }
+
+    /// Rules serde cannot state: a guessable owner key or an unusable connection setting is refused
+    /// at start rather than found out in production.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(key) = &self.owner_key {
+            let chars = key.chars().count();
+            if chars < OWNER_KEY_MIN_CHARS {
+                return Err(format!(
+                    "owner_key is {chars} characters; it must be at least {OWNER_KEY_MIN_CHARS} \
+                     (for example the output of `openssl rand -hex 32`)"
+                ));
+            }
+        }
+        let s = &self.server;
+        if s.max_connections == 0 || s.max_connections > 1_000_000 {
+            return Err("server.max_connections must be between 1 and 1000000".into());
+        }
+        if s.header_timeout_ms == 0 || s.body_timeout_ms == 0 || s.idle_timeout_ms == 0 {
+            return Err("server timeouts must be above 0 ms".into());
+        }
+        if s.max_url_bytes < 256 || s.max_head_bytes < s.max_url_bytes {
+            return Err(
+                "server.max_url_bytes must be at least 256 and server.max_head_bytes at least max_url_bytes"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     /// The file named by `explicit`, else by `SOCIALSEARCH_CONFIG`, else the embedded defaults.
@@ -226,5 +301,42 @@ impl Config {
             Some(path) => Config::from_file(&path),
             None => Ok(Config::default()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(toml: &str) -> Result<(), String> {
+        let c: Config = toml::from_str(toml).map_err(|e| e.to_string())?;
+        c.validate()
+    }
+
+    #[test]
+    fn a_short_owner_key_is_refused() {
+        let err =
+            parse("owner_key = \"0123456789abcdef0123456789abcde\"").expect_err("31 characters");
+        assert!(
+            err.contains("31 characters") && err.contains("at least 32"),
+            "{err}"
+        );
+        assert!(
+            parse("owner_key = \"\"").is_err(),
+            "an empty key is not a key"
+        );
+        assert!(parse("owner_key = \"0123456789abcdef0123456789abcdef\"").is_ok());
+        assert!(
+            parse("").is_ok(),
+            "no owner key: the admin routes answer 401"
+        );
+    }
+
+    #[test]
+    fn server_section_has_defaults_and_is_checked() {
+        let c: Config = toml::from_str("[server]\nheader_timeout_ms = 500\n").expect("parses");
+        assert_eq!(c.server.header_timeout_ms, 500);
+        assert_eq!(c.server.max_connections, 10_000);
+        assert!(parse("[server]\nmax_connections = 0\n").is_err());
     }
 }

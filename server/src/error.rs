@@ -4,6 +4,7 @@ use adapters::request::{Violation, Violations};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
+use tracing::Level;
 
 pub use crate::api::ErrorCode;
 use crate::http::RequestContext;
@@ -110,13 +111,34 @@ impl std::fmt::Display for ApiError {
     }
 }
 
+/// How an answered error is logged: client mistakes (4xx) not at all, expected states of the
+/// deployment as INFO (a source without a credential) or WARN (the payment provider is down), and
+/// every other 5xx as ERROR.
+pub fn log_level(code: ErrorCode) -> Option<Level> {
+    match code {
+        ErrorCode::NotConfigured => Some(Level::INFO),
+        ErrorCode::CheckoutUnavailable => Some(Level::WARN),
+        _ if code.status() >= 500 => Some(Level::ERROR),
+        _ => None,
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let ctx = crate::http::current();
         let status =
             StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        if status.is_server_error() {
-            tracing::error!(code = self.code.as_str(), message = %self.message, "request failed");
+        match log_level(self.code) {
+            Some(Level::ERROR) => {
+                tracing::error!(code = self.code.as_str(), message = %self.message, "request failed")
+            }
+            Some(Level::WARN) => {
+                tracing::warn!(code = self.code.as_str(), message = %self.message, "request refused")
+            }
+            Some(_) => {
+                tracing::info!(code = self.code.as_str(), message = %self.message, "request refused")
+            }
+            None => {}
         }
         let mut res = (status, axum::Json(self.body(ctx.as_ref()))).into_response();
         if let Some(secs) = self.retry_after {
@@ -124,5 +146,22 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         }
         res
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_states_are_not_logged_as_errors() {
+        assert_eq!(log_level(ErrorCode::NotConfigured), Some(Level::INFO));
+        assert_eq!(log_level(ErrorCode::CheckoutUnavailable), Some(Level::WARN));
+        assert_eq!(log_level(ErrorCode::Internal), Some(Level::ERROR));
+        assert_eq!(log_level(ErrorCode::ValidationError), None);
+        for code in ErrorCode::ALL {
+            let logged = log_level(*code).is_some();
+            assert_eq!(logged, code.status() >= 500, "{code:?}");
+        }
     }
 }

@@ -70,10 +70,36 @@ pub async fn request_context(req: Request, next: Next) -> Response {
             .unwrap_or_else(|| "unknown".into()),
     };
     let id = ctx.request_id.clone();
-    let mut res = CONTEXT.scope(ctx, next.run(req)).await;
-    if let Ok(v) = HeaderValue::from_str(&id) {
+    // HEAD is no method of any route (spec: "Method is GET"), so it is a wrong method like any
+    // other; axum would otherwise run the GET handler, and with it a paid call, for a bodiless answer.
+    let mut res = if req.method() == Method::HEAD {
+        CONTEXT
+            .scope(ctx, async { unknown_endpoint(req).await.into_response() })
+            .await
+    } else {
+        CONTEXT.scope(ctx, next.run(req)).await
+    };
+    set_request_id(&mut res, &id);
+    res
+}
+
+fn set_request_id(res: &mut Response, id: &str) {
+    if let Ok(v) = HeaderValue::from_str(id) {
         res.headers_mut().insert("x-request-id", v);
     }
+}
+
+/// An error answered by the listener itself (a refused request head), in the same envelope and
+/// with a request id of its own like any routed request.
+pub fn respond_outside_router(endpoint: String, client: String, error: ApiError) -> Response {
+    let ctx = RequestContext {
+        request_id: new_request_id(),
+        endpoint,
+        client,
+    };
+    let id = ctx.request_id.clone();
+    let mut res = CONTEXT.sync_scope(ctx, || error.into_response());
+    set_request_id(&mut res, &id);
     res
 }
 

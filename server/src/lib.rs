@@ -9,6 +9,7 @@ pub mod cursor_secret;
 pub mod db;
 pub mod error;
 pub mod http;
+pub mod listener;
 pub mod ops;
 pub mod platform;
 

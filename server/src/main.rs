@@ -195,17 +195,22 @@ async fn serve(mut config: Config, listen: Option<SocketAddr>) -> Result<(), Str
     tracing::info!("sign-in e-mail: {}", state.accounts.mailer.describe());
     let app = server::app(state.clone());
     tracing::info!("socialsearch listening on http://{addr}");
-    let served = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown())
-    .await
-    .map_err(|e| e.to_string());
+    let stopped = server::listener::serve(listener, app, &state.config.server, shutdown()).await;
+    tracing::info!(
+        cut = stopped.cut,
+        "stopped accepting; connections closed, waiting for paid calls to settle"
+    );
+    // Calls whose connection was cut release their reservation as soon as they notice.
+    if !server::platform::calls_ended(std::time::Duration::from_secs(5)).await {
+        tracing::warn!(
+            "paid calls still running at exit; their holds are released at the next start"
+        );
+    }
     // Every answered call is already committed; this writes the remaining call log.
     state.accounts.ledger.shutdown().await;
     state.accounts.db.close().await;
-    served
+    tracing::info!("socialsearch stopped");
+    Ok(())
 }
 
 async fn admin(config: Config, command: Admin) -> Result<String, String> {

@@ -9,42 +9,102 @@ use axum::Json;
 use axum::extract::Request as HttpRequest;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::sync::oneshot::error::TryRecvError;
 
 use crate::AppState;
 use crate::accounts::ledger::{CallRecord, Reservation};
+use crate::auth::Credential;
 use crate::error::{ApiError, ErrorCode};
 
 /// One platform call, in the order of checks of the spec: key present (401 MISSING_API_KEY), key valid
-/// (403 INVALID_API_KEY), the key's rate and calls in flight (429), parameters (422), credits reserved
+/// (403 INVALID_API_KEY), the key's rate and calls in flight (429), parameters and cross-parameter
+/// rules (422), then `Sources::prepare` (cursor and client-named host 422, 501), credits reserved
 /// (402), sources, then the reservation settled (success) or released (any failure).
 ///
-/// The work runs in a task of its own, so a client that hangs up cannot leave a reservation held.
+/// The work runs in a task of its own, so a client that hangs up cannot leave a reservation held;
+/// the task is told when this request is dropped (hyper drops it when the client goes away), and
+/// then releases the reservation instead of settling it: an answer nobody receives is not charged.
 pub async fn serve(state: AppState, endpoint: EndpointId, req: HttpRequest) -> Response {
     let Some(ctx) = crate::http::current() else {
         return ApiError::internal().into_response();
     };
-    let key_header = req
-        .headers()
-        .get("x-api-key")
-        .map(|v| v.to_str().unwrap_or("").trim().to_string());
+    let key = match crate::auth::credential(req.headers(), "x-api-key") {
+        Ok(key) => key,
+        Err(e) => return e.into_response(),
+    };
     let query = req.uri().query().unwrap_or("").to_string();
     drop(req);
+    // Never sent on: the receiver learns the client is gone when this sender is dropped with
+    // the request's future.
+    let (_client_waits, client_gone) = tokio::sync::oneshot::channel::<Infallible>();
+    let running = Running::start();
     // Every log line of the call (an upstream's failure in detail) carries the request id.
     let span = tracing::info_span!("call", request_id = %ctx.request_id);
     let task = tokio::spawn(tracing::Instrument::instrument(
-        crate::http::in_context(
-            ctx.clone(),
-            call(state, endpoint, key_header, query, ctx.request_id.clone()),
-        ),
+        crate::http::in_context(ctx.clone(), async move {
+            let _running = running;
+            call(
+                state,
+                endpoint,
+                key,
+                query,
+                ctx.request_id.clone(),
+                client_gone,
+            )
+            .await
+        }),
         span,
     ));
-    match task.await {
-        Ok(res) => res,
-        Err(_) => {
-            crate::http::in_context(ctx, async { ApiError::internal().into_response() }).await
+    // This runs inside the request's context, so the error carries its request id.
+    task.await
+        .unwrap_or_else(|_| ApiError::internal().into_response())
+}
+
+/// Paid calls still running (their tasks outlive the request), so shutdown can wait until each
+/// has settled or released its reservation before the ledger's writers stop.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+static ALL_ENDED: Notify = Notify::const_new();
+
+struct Running;
+
+impl Running {
+    fn start() -> Running {
+        RUNNING.fetch_add(1, Ordering::AcqRel);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
+            ALL_ENDED.notify_waiters();
         }
     }
 }
+
+/// Waits until no paid call is running, for at most `within`; `false` if some still are.
+pub async fn calls_ended(within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let ended = ALL_ENDED.notified();
+        tokio::pin!(ended);
+        ended.as_mut().enable();
+        if RUNNING.load(Ordering::Acquire) == 0 {
+            return true;
+        }
+        if tokio::time::timeout_at(deadline, ended).await.is_err() {
+            return RUNNING.load(Ordering::Acquire) == 0;
+        }
+    }
+}
+
+/// The status a call is recorded with when its client hung up before the answer (nginx's
+/// "client closed request"; nothing was sent).
+pub const CLIENT_GONE: u16 = 499;
 
 /// 429 RATE_LIMITED with `Retry-After`.
 pub fn rate_limited(retry_after: u64) -> ApiError {
@@ -60,24 +120,33 @@ pub fn rate_limited(retry_after: u64) -> ApiError {
 async fn call(
     state: AppState,
     endpoint: EndpointId,
-    key_header: Option<String>,
+    key_header: Credential,
     query: String,
     request_id: String,
+    mut client_gone: tokio::sync::oneshot::Receiver<Infallible>,
 ) -> Response {
     let meta = endpoint.meta();
-    let Some(raw) = key_header.filter(|k| !k.is_empty()) else {
-        return ApiError::new(ErrorCode::MissingApiKey, "this endpoint needs an API key in the x-api-key header")
-            .with_fix("create a key in the dashboard (sign in with POST /v1/auth/request-code) and send it as x-api-key")
-            .into_response();
+    let unknown = || {
+        ApiError::new(
+            ErrorCode::InvalidApiKey,
+            "the API key is unknown, rotated away or revoked",
+        )
+        .into_response()
+    };
+    let raw = match key_header {
+        Credential::Absent => {
+            return ApiError::new(ErrorCode::MissingApiKey, "this endpoint needs an API key in the x-api-key header")
+                .with_fix("create a key in the dashboard (sign in with POST /v1/auth/request-code) and send it as x-api-key")
+                .into_response();
+        }
+        // Bytes no key is made of: an unknown key, not a missing one.
+        Credential::Unreadable => return unknown(),
+        Credential::Given(raw) => raw,
     };
     let key = match state.accounts.key(&raw).await {
         Ok(Some(k)) => k,
         Ok(None) => {
-            return ApiError::new(
-                ErrorCode::InvalidApiKey,
-                "the API key is unknown, rotated away or revoked",
-            )
-            .into_response();
+            return unknown();
         }
         Err(e) => return e.into_response(),
     };
@@ -130,12 +199,25 @@ async fn call(
             return ApiError::internal().into_response();
         }
     };
-    match state
-        .sources
-        .serve(prepared)
-        .await
-        .map_err(|e| call_error(&request, e))
-    {
+    let served = tokio::select! {
+        biased;
+        served = state.sources.serve(prepared) => Some(served),
+        // The client is gone: the upstream's answer would go nowhere.
+        _ = &mut client_gone => None,
+    };
+    let gone = || async {
+        if let Err(e) = ledger.release(record(CLIENT_GONE, 0)).await {
+            tracing::error!(error = %e, "release failed; the hold is released by the janitor");
+        }
+        tracing::info!("the client hung up before its answer; nothing was charged");
+        // Nobody reads it: the request it would answer is gone.
+        axum::http::StatusCode::NO_CONTENT.into_response()
+    };
+    let Some(served) = served else {
+        return gone().await;
+    };
+    match served.map_err(|e| call_error(&request, e)) {
+        Ok(_) if matches!(client_gone.try_recv(), Err(TryRecvError::Closed)) => gone().await,
         Ok(page) => match ledger.settle(record(200, price)).await {
             Ok(true) => success(meta.platform, page, price as u32, remaining, &request_id),
             Ok(false) => {

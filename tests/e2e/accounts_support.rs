@@ -261,7 +261,7 @@ impl Default for Options {
     }
 }
 
-pub const OWNER_KEY: &str = "owner-test-key-0123456789";
+pub const OWNER_KEY: &str = "owner-test-key-0123456789abcdefghijklmnop";
 
 /// One test's world: database, fake upstream, server and an HTTP client.
 pub struct Env {
