@@ -176,6 +176,17 @@ pub mod demo {
             Ok(Self { id: v_id })
         }
     }
+    ///What one source of `demo` serves: a handler per endpoint, `None` where it serves none.
+    pub struct Handlers {
+        ///`GET /v1/demo/search`
+        pub search: Option<crate::sources::slot::Slot<Search>>,
+        ///`GET /v1/demo/item`
+        pub item: Option<crate::sources::slot::Slot<Item>>,
+    }
+    impl Handlers {
+        /// Serves nothing; a source's table starts from it (`..Handlers::NONE`).
+        pub const NONE: Self = Self { search: None, item: None };
+    }
 }
 /// `info.version` of the catalogue (the API version the document declares).
 pub const API_VERSION: &str = "0.0.1";
@@ -339,6 +350,65 @@ impl Request {
     /// The client's pagination cursor, on endpoints that take one.
     pub fn cursor(&self) -> Option<&str> {
         match self {
+            _ => None,
+        }
+    }
+    /// The host the client named (`instance`), on endpoints that take one: a source
+    /// connects to it instead of its configured base URL.
+    pub fn instance(&self) -> Option<&str> {
+        match self {
+            _ => None,
+        }
+    }
+}
+/// A source's registration table, of the platform it serves.
+pub enum Handlers {
+    Demo(demo::Handlers),
+}
+#[allow(unreachable_patterns)]
+impl Handlers {
+    pub fn platform(&self) -> &'static str {
+        match self {
+            Handlers::Demo(_) => "demo",
+        }
+    }
+    /// The slot of `endpoint`, or `None` when this source does not serve it.
+    pub fn slot(&self, endpoint: EndpointId) -> Option<crate::sources::slot::SlotMeta> {
+        match (self, endpoint) {
+            (Handlers::Demo(h), EndpointId::DemoSearch) => {
+                h.search.as_ref().map(crate::sources::slot::Slot::meta)
+            }
+            (Handlers::Demo(h), EndpointId::DemoItem) => {
+                h.item.as_ref().map(crate::sources::slot::Slot::meta)
+            }
+            _ => None,
+        }
+    }
+    /// Whether the source serves this request (its endpoint, and the slot's condition).
+    pub fn serves(&self, request: &Request) -> bool {
+        match (self, request) {
+            (Handlers::Demo(h), Request::DemoSearch(r)) => {
+                h.search.as_ref().is_some_and(|s| s.takes(r))
+            }
+            (Handlers::Demo(h), Request::DemoItem(r)) => {
+                h.item.as_ref().is_some_and(|s| s.takes(r))
+            }
+            _ => false,
+        }
+    }
+    /// Calls the handler of the request's endpoint; `None` when the source serves none.
+    pub fn dispatch<'a>(
+        &'a self,
+        ctx: &'a crate::sources::slot::Ctx<'a>,
+        request: &'a Request,
+    ) -> Option<crate::sources::slot::Call<'a>> {
+        match (self, request) {
+            (Handlers::Demo(h), Request::DemoSearch(r)) => {
+                h.search.as_ref().map(|s| s.call(ctx, r))
+            }
+            (Handlers::Demo(h), Request::DemoItem(r)) => {
+                h.item.as_ref().map(|s| s.call(ctx, r))
+            }
             _ => None,
         }
     }
