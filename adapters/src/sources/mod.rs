@@ -6,6 +6,7 @@
 pub mod config;
 pub mod health;
 pub mod slot;
+pub mod table;
 
 use std::future::Future;
 use std::pin::Pin;
