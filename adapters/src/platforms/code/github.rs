@@ -12,10 +12,9 @@ use serde_json::Value;
 use super::{PLATFORM, code_item, comment_item, issue_item, profile_item, release_item, repo_item};
 use crate::api::Handlers;
 use crate::api::code::{
-    self, Issue, IssueComments, Profile, ProfileRepos, Repo, RepoIssues, RepoReadme, RepoReleases,
-    Search,
+    self, Issue, IssueComments, Profile, ProfileRepos, Repo, RepoIssues, RepoIssuesState,
+    RepoReadme, RepoReleases, Search, SearchType,
 };
-use crate::api::code::{RepoIssuesState, SearchType};
 use crate::item::{Item, Page};
 use crate::request::{Choice, RepoRef};
 use crate::sources::slot::serve;

@@ -12,9 +12,9 @@ use serde_json::Value;
 use super::{comment_item, now_unix, post_item};
 use crate::api::Handlers;
 use crate::api::forum::{
-    self, CommentsSearch, CommunityPosts, CommunitySearch, ProfileComments, ProfilePosts,
+    self, CommentsSearch, CommunityPosts, CommunityPostsSort, CommunitySearch, CommunitySearchSort,
+    ProfileComments, ProfilePosts,
 };
-use crate::api::forum::{CommunityPostsSort, CommunitySearchSort};
 use crate::item::{Item, Page};
 use crate::request::DateBound;
 use crate::sources::slot::serve;

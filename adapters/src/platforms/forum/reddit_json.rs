@@ -14,10 +14,10 @@ use serde_json::Value;
 use super::{comment_item, now_unix, post_id_from_url, thing_item};
 use crate::api::Handlers;
 use crate::api::forum::{
-    self, Communities, Community, CommunityPosts, CommunitySearch, Post, PostComments, Profile,
-    ProfileComments, ProfilePosts, Search,
+    self, Communities, Community, CommunityPosts, CommunityPostsSort, CommunitySearch,
+    CommunitySearchSort, Post, PostComments, PostCommentsSort, Profile, ProfileComments,
+    ProfilePosts, Search, SearchSort,
 };
-use crate::api::forum::{CommunityPostsSort, CommunitySearchSort, PostCommentsSort, SearchSort};
 use crate::item::{Item, Page};
 use crate::request::{Choice, DateBound};
 use crate::sources::slot::serve;

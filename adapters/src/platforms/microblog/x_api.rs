@@ -16,8 +16,7 @@ use serde_json::Value;
 
 use super::{PostParts, ProfileParts, post_item, profile_item};
 use crate::api::Handlers;
-use crate::api::microblog::SearchSort;
-use crate::api::microblog::{self, Post, PostComments, Profile, ProfilePosts, Search};
+use crate::api::microblog::{self, Post, PostComments, Profile, ProfilePosts, Search, SearchSort};
 use crate::item::{Item, Page};
 use crate::sources::slot::serve;
 use crate::sources::{Source, SourceError};

@@ -8,9 +8,8 @@ use super::{profile_item, thread_node};
 use crate::api::Handlers;
 use crate::api::techforum::{self, Profile, Story, StoryComments};
 use crate::item::{Item, Page};
-use crate::sources::BoxFuture;
 use crate::sources::slot::serve;
-use crate::sources::{Source, SourceError};
+use crate::sources::{BoxFuture, Source, SourceError};
 use crate::upstream::path::segment;
 use crate::upstream::{Ctx, bounded, dates, json};
 

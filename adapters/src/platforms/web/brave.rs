@@ -7,8 +7,7 @@ use serde_json::Value;
 
 use super::{Hit, hit_item};
 use crate::api::Handlers;
-use crate::api::web::SearchTopic;
-use crate::api::web::{self, Search};
+use crate::api::web::{self, Search, SearchTopic};
 use crate::item::{Item, Page};
 use crate::sources::slot::serve;
 use crate::sources::{Source, SourceError};
