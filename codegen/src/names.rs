@@ -75,6 +75,13 @@ pub fn platform_struct(path: &str, platform: &str) -> String {
     camel(&rest.replace('/', "_"))
 }
 
+/// The handler slot of a platform endpoint in its platform's `Handlers` table:
+/// `/v1/forum/community/search` -> `community_search`.
+pub fn slot_field(path: &str, platform: &str) -> String {
+    let rest = path.trim_start_matches(&format!("/v1/{platform}/"));
+    field(&rest.replace(['/', '-', '.'], "_"))
+}
+
 /// Field names that are Rust keywords get a raw identifier.
 pub fn field(name: &str) -> String {
     match name {

@@ -394,6 +394,7 @@ pub fn typed_requests(api: &Api) -> TokenStream {
                 }
             }
         });
+        let handlers = handler_table(platform, &ops);
         let m = format_ident!("{}", platform);
         let doc = format!("Requests of the `{platform}` platform ({kind}).");
         modules.push(quote! {
@@ -403,6 +404,7 @@ pub fn typed_requests(api: &Api) -> TokenStream {
                 use super::grammar;
                 use crate::request::{Params, Violations, DateBound, RepoRef, IssueRef};
                 #(#items)*
+                #handlers
             }
         });
     }
@@ -441,6 +443,17 @@ pub fn typed_requests(api: &Api) -> TokenStream {
         .filter(|(op, _)| op.params.iter().any(|p| p.name == "cursor" && !p.required))
         .map(|(_, v)| quote!(Request::#v(r) => r.cursor.as_deref(),))
         .collect();
+    let instance_arms: Vec<TokenStream> = platform_ops
+        .iter()
+        .zip(&variants)
+        .filter(|(op, _)| {
+            op.params
+                .iter()
+                .any(|p| p.name == "instance" && !p.required)
+        })
+        .map(|(_, v)| quote!(Request::#v(r) => r.instance.as_deref(),))
+        .collect();
+    let dispatch = dispatch(api, &platform_ops);
     let api_version = &api.info.version;
     let n_platforms = api.platforms.len();
     let platform_names = api.platforms.iter().map(|(p, _)| p.as_str());
@@ -494,9 +507,121 @@ pub fn typed_requests(api: &Api) -> TokenStream {
                     _ => None,
                 }
             }
+            /// The host the client named (`instance`), on endpoints that take one: a source
+            /// connects to it instead of its configured base URL.
+            pub fn instance(&self) -> Option<&str> {
+                match self {
+                    #(#instance_arms)*
+                    _ => None,
+                }
+            }
         }
 
+        #dispatch
+
         const _: () = { #( assert!(EndpointId::#variants as usize == #indices); )* };
+    }
+}
+
+fn slot_ident(op: &Operation) -> syn::Ident {
+    let platform = op.platform().map(|p| p.0).unwrap_or_default();
+    ident(&names::slot_field(&op.path, platform))
+}
+
+/// A platform's registration table: one typed handler slot per endpoint. A source fills the slots
+/// of what it serves; everything else (its endpoint list, the chains, the docs table) is read from it.
+fn handler_table(platform: &str, ops: &[&&Operation]) -> TokenStream {
+    let rt = quote!(crate::sources::slot);
+    let fields = ops.iter().map(|op| {
+        let f = slot_ident(op);
+        let s = format_ident!("{}", op_struct_name(op));
+        let doc = format!("`GET {}`", op.path);
+        quote!(#[doc = #doc] pub #f: Option<#rt::Slot<#s>>)
+    });
+    let nones = ops.iter().map(|op| {
+        let f = slot_ident(op);
+        quote!(#f: None)
+    });
+    let doc = format!(
+        "What one source of `{platform}` serves: a handler per endpoint, `None` where it serves none."
+    );
+    quote! {
+        #[doc = #doc]
+        pub struct Handlers { #(#fields,)* }
+        impl Handlers {
+            /// Serves nothing; a source's table starts from it (`..Handlers::NONE`).
+            pub const NONE: Self = Self { #(#nones,)* };
+        }
+    }
+}
+
+/// Dispatch over every platform's table: which endpoints a source serves, whether a request is
+/// one it takes, and the call itself, each one arm per endpoint.
+fn dispatch(api: &Api, ops: &[&Operation]) -> TokenStream {
+    let rt = quote!(crate::sources::slot);
+    let platforms: Vec<syn::Ident> = api
+        .platforms
+        .iter()
+        .map(|(p, _)| format_ident!("{}", names::camel(p)))
+        .collect();
+    let modules: Vec<syn::Ident> = api
+        .platforms
+        .iter()
+        .map(|(p, _)| format_ident!("{}", p))
+        .collect();
+    let platform_names: Vec<&str> = api.platforms.iter().map(|(p, _)| p.as_str()).collect();
+    let arms = |body: &dyn Fn(&syn::Ident) -> TokenStream| -> Vec<TokenStream> {
+        ops.iter()
+            .map(|op| {
+                let platform = op.platform().map(|p| p.0).unwrap_or_default();
+                let pv = format_ident!("{}", names::camel(platform));
+                let v = format_ident!("{}", names::camel(&op.ident));
+                let f = slot_ident(op);
+                let b = body(&f);
+                quote!((Handlers::#pv(h), Request::#v(r)) => #b,)
+            })
+            .collect()
+    };
+    let slot_arms = ops.iter().map(|op| {
+        let platform = op.platform().map(|p| p.0).unwrap_or_default();
+        let pv = format_ident!("{}", names::camel(platform));
+        let v = format_ident!("{}", names::camel(&op.ident));
+        let f = slot_ident(op);
+        quote!((Handlers::#pv(h), EndpointId::#v) => h.#f.as_ref().map(#rt::Slot::meta),)
+    });
+    let serves_arms = arms(&|f| quote!(h.#f.as_ref().is_some_and(|s| s.takes(r))));
+    let fetch_arms = arms(&|f| quote!(h.#f.as_ref().map(|s| s.call(ctx, r))));
+    quote! {
+        /// A source's registration table, of the platform it serves.
+        pub enum Handlers { #(#platforms(#modules::Handlers),)* }
+
+        #[allow(unreachable_patterns)]
+        impl Handlers {
+            pub fn platform(&self) -> &'static str {
+                match self { #(Handlers::#platforms(_) => #platform_names,)* }
+            }
+            /// The slot of `endpoint`, or `None` when this source does not serve it.
+            pub fn slot(&self, endpoint: EndpointId) -> Option<#rt::SlotMeta> {
+                match (self, endpoint) {
+                    #(#slot_arms)*
+                    _ => None,
+                }
+            }
+            /// Whether the source serves this request (its endpoint, and the slot's condition).
+            pub fn serves(&self, request: &Request) -> bool {
+                match (self, request) {
+                    #(#serves_arms)*
+                    _ => false,
+                }
+            }
+            /// Calls the handler of the request's endpoint; `None` when the source serves none.
+            pub fn dispatch<'a>(&'a self, ctx: &'a #rt::Ctx<'a>, request: &'a Request) -> Option<#rt::Call<'a>> {
+                match (self, request) {
+                    #(#fetch_arms)*
+                    _ => None,
+                }
+            }
+        }
     }
 }
 

@@ -32,7 +32,8 @@ fn assert_problem(problems: &[String], parts: &[&str]) {
 #[test]
 fn the_fixture_itself_loads() {
     let api = codegen::load_str(MINI).expect("fixture is valid");
-    assert_eq!(api.operations.len(), 3);
+    // search, item, the test-only echo (the two-edit walk-through) and ping.
+    assert_eq!(api.operations.len(), 4);
     let search = &api.operations[0];
     assert_eq!(
         search.requires.len(),

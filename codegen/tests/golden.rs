@@ -69,3 +69,26 @@ fn generated_source_parses_as_rust() {
     let src = codegen::adapters_source(&api()).expect("renders");
     syn::parse_file(&src).expect("the generated module is valid Rust syntax");
 }
+
+#[test]
+fn every_platform_endpoint_has_a_handler_slot() {
+    // Including the test-only `/v1/demo/echo`: one catalogue entry gives its typed slot, so a
+    // source serves it by providing one function.
+    let api = api();
+    let src = codegen::adapters_source(&api).expect("renders");
+    let mut seen = Vec::new();
+    for op in &api.operations {
+        let Some((platform, _)) = op.platform() else {
+            continue;
+        };
+        let slot = codegen::names::slot_field(&op.path, platform);
+        let request = codegen::names::platform_struct(&op.path, platform);
+        let field = format!("pub {slot}: Option<crate::sources::slot::Slot<{request}>>,");
+        assert!(
+            src.contains(&field),
+            "no handler slot `{field}` in the output"
+        );
+        seen.push(slot);
+    }
+    assert_eq!(seen, ["search", "item", "echo"]);
+}

@@ -11,34 +11,32 @@ pub mod techforum;
 pub mod video;
 pub mod web;
 
-use std::sync::Arc;
-
 use crate::sources::Source;
 
-pub fn sources() -> Vec<Arc<dyn Source>> {
+pub fn sources() -> Vec<&'static Source> {
     vec![
         // techforum, decentral, fediverse
-        Arc::new(techforum::algolia::Algolia),
-        Arc::new(techforum::firebase::Firebase),
-        Arc::new(decentral::appview::AppView),
-        Arc::new(fediverse::mastodon::Mastodon),
+        &techforum::algolia::SOURCE,
+        &techforum::firebase::SOURCE,
+        &decentral::appview::SOURCE,
+        &fediverse::mastodon::SOURCE,
         // code
-        Arc::new(code::github::GitHub),
+        &code::github::SOURCE,
         // news
-        Arc::new(news::google_news::GoogleNews),
-        Arc::new(news::gdelt::Gdelt),
-        // forum: the archive first, as it only takes date-ordered requests (see `Source::serves`)
-        Arc::new(forum::arctic_shift::ArcticShift),
-        Arc::new(forum::reddit_json::RedditJson),
+        &news::google_news::SOURCE,
+        &news::gdelt::SOURCE,
+        // forum: the archive first, as it only takes date-ordered requests (its `only_when` slots)
+        &forum::arctic_shift::SOURCE,
+        &forum::reddit_json::SOURCE,
         // video: the keyed API, then the channel feed (channel uploads only)
-        Arc::new(video::data_api::DataApi),
-        Arc::new(video::rss::Rss),
+        &video::data_api::SOURCE,
+        &video::rss::SOURCE,
         // web: the operator's own metasearch instance, then the keyed API
-        Arc::new(web::searxng::Searxng),
-        Arc::new(web::brave::Brave),
+        &web::searxng::SOURCE,
+        &web::brave::SOURCE,
         // microblog: logged-out post reads first, the keyed official API last
-        Arc::new(microblog::syndication::Syndication),
-        Arc::new(microblog::fxtwitter::FxTwitter),
-        Arc::new(microblog::x_api::XApi),
+        &microblog::syndication::SOURCE,
+        &microblog::fxtwitter::SOURCE,
+        &microblog::x_api::SOURCE,
     ]
 }

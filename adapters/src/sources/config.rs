@@ -138,13 +138,13 @@ fn env(id: &str, field: &str) -> Option<String> {
 }
 
 impl SourcesConfig {
-    pub fn settings_for(&self, source: &dyn Source) -> SourceSettings {
-        let id = source.meta().id;
+    pub fn settings_for(&self, source: &Source) -> SourceSettings {
+        let id = source.id;
         let o = self.source.get(id).cloned().unwrap_or_default();
         SourceSettings {
             base_url: env(id, "BASE_URL")
                 .or(o.base_url)
-                .unwrap_or_else(|| source.meta().default_base_url.to_string()),
+                .unwrap_or_else(|| source.default_base_url.to_string()),
             credential: env(id, "CREDENTIAL").or(o.credential),
             enabled: env(id, "ENABLED")
                 .map(|v| v == "true" || v == "1")
@@ -155,7 +155,7 @@ impl SourcesConfig {
                 .or(o.timeout_ms)
                 .unwrap_or(self.timeout_ms),
             rate: {
-                let published = source.rate_limit();
+                let published = source.rate_limit;
                 let per_sec = env(id, "RATE_PER_SEC")
                     .and_then(|v| v.parse().ok())
                     .or(o.rate_per_sec)

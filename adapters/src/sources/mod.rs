@@ -5,6 +5,8 @@
 
 pub mod config;
 pub mod health;
+pub mod slot;
+pub mod table;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::api::{EndpointId, Request};
+use crate::api::{EndpointId, Handlers, Request};
 use crate::item::Page;
 use crate::upstream::guard::HostGuard;
 use crate::upstream::{Ctx, Http, cursor, host_of};
@@ -42,14 +44,6 @@ pub enum SourceError {
 }
 
 impl SourceError {
-    /// The answer of `Source::fetch` to a request for an endpoint the source does not serve.
-    pub fn unsupported(request: &Request) -> Self {
-        SourceError::Rejected(format!(
-            "endpoint {} not served by this source",
-            request.endpoint().meta().path
-        ))
-    }
-
     /// Whether the next source in the chain should be tried.
     pub fn falls_back(&self) -> bool {
         matches!(
@@ -93,64 +87,84 @@ pub enum CallError {
     Refused { parameter: String, message: String },
 }
 
-/// What a source is, as plain data: each source file declares one `const META: SourceMeta`.
-#[derive(Debug, Clone, Copy)]
-pub struct SourceMeta {
+/// One upstream source: a file under `platforms/<platform>/` declaring one `pub static SOURCE`.
+/// What it serves is its registration table, `handlers`, and nothing else: the endpoint list, the
+/// chains, `socialsearch sources`, `/v1/status` and the table in `docs/platforms.md` read it.
+pub struct Source {
     /// Stable id, `<platform>.<name>`.
     pub id: &'static str,
-    pub platform: &'static str,
     /// Empty for a self-hosted upstream: the source is usable only once the operator configures a
     /// base URL.
     pub default_base_url: &'static str,
-    /// The endpoints this source can serve.
-    pub endpoints: &'static [EndpointId],
-    /// Whether the source is usable only with a credential (see also
-    /// `Source::needs_credential_for`).
+    /// Usable only with a credential (a single endpoint can ask for one with
+    /// `Slot::with_credential`).
+    pub needs_credential: bool,
+    /// The rate limit the upstream publishes, `(requests per second, burst)`; enforced locally
+    /// (exhausted = skipped like a 429). The configuration can change or disable it.
+    pub rate_limit: Option<(f64, u32)>,
+    /// One handler per endpoint served (generated from the catalogue, per platform).
+    pub handlers: Handlers,
+}
+
+/// A source as plain data, derived from its registration (for listings and tests).
+#[derive(Debug, Clone)]
+pub struct SourceMeta {
+    pub id: &'static str,
+    pub platform: &'static str,
+    pub default_base_url: &'static str,
+    /// The endpoints it serves, in catalogue order.
+    pub endpoints: Vec<EndpointId>,
     pub needs_credential: bool,
 }
 
-/// One upstream source: a file under `platforms/<platform>/`.
-pub trait Source: Send + Sync + 'static {
-    /// Id, platform, default base URL, endpoints and credential need.
-    fn meta(&self) -> &'static SourceMeta;
-    /// Whether this source takes this particular request (for example an archive that serves only
-    /// date-ordered listings); a source that declines is skipped, not counted as failed.
-    fn serves(&self, _request: &Request) -> bool {
-        true
+impl Source {
+    pub fn platform(&self) -> &'static str {
+        self.handlers.platform()
     }
+
+    /// The endpoints this source serves, in catalogue order.
+    pub fn endpoints(&self) -> impl Iterator<Item = EndpointId> + '_ {
+        EndpointId::ALL
+            .into_iter()
+            .filter(|id| self.handlers.slot(*id).is_some())
+    }
+
+    pub fn meta(&self) -> SourceMeta {
+        SourceMeta {
+            id: self.id,
+            platform: self.platform(),
+            default_base_url: self.default_base_url,
+            endpoints: self.endpoints().collect(),
+            needs_credential: self.needs_credential,
+        }
+    }
+
     /// Whether serving `endpoint` needs the credential; a source without one is left out of that
-    /// endpoint's chain. Defaults to `meta().needs_credential`.
-    fn needs_credential_for(&self, _endpoint: EndpointId) -> bool {
-        self.meta().needs_credential
+    /// endpoint's chain.
+    pub fn needs_credential_for(&self, endpoint: EndpointId) -> bool {
+        self.needs_credential
+            || self
+                .handlers
+                .slot(endpoint)
+                .is_some_and(|slot| slot.needs_credential)
     }
-    /// The rate limit the upstream publishes, `(requests per second, burst)`; enforced locally
-    /// (exhausted = skipped like a 429). The configuration can change or disable it.
-    fn rate_limit(&self) -> Option<(f64, u32)> {
-        None
+
+    /// A host the client named that this source connects to instead of its base URL, with the
+    /// parameter that named it (the fediverse `instance`). The framework vets it (public addresses
+    /// only), pins the answer and connects with the guarded client; the source then sees
+    /// `Ctx::base_url` pointing at that host.
+    fn user_host<'r>(&self, request: &'r Request) -> Option<(&'static str, &'r str)> {
+        request.instance().map(|host| ("instance", host))
     }
-    /// A host the client named that this source would connect to instead of its base URL, with
-    /// the parameter that named it (the fediverse `instance`). The framework vets it (public
-    /// addresses only), pins the answer and connects with the guarded client; the source then
-    /// sees `Ctx::base_url` pointing at that host.
-    fn user_host<'r>(&self, _request: &'r Request) -> Option<(&'static str, &'r str)> {
-        None
-    }
-    /// Serves one request; only called for endpoints in `meta().endpoints` (any other request is
-    /// answered with [`SourceError::unsupported`]).
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>>;
 }
 
 /// Every source this build knows, in default chain order per platform.
-pub fn all() -> Vec<Arc<dyn Source>> {
+pub fn all() -> Vec<&'static Source> {
     crate::platforms::sources()
 }
 
 struct Entry {
-    source: Arc<dyn Source>,
+    source: &'static Source,
     settings: SourceSettings,
     health: Health,
 }
@@ -161,12 +175,12 @@ impl Entry {
     fn usable(&self) -> bool {
         self.settings.enabled
             && !self.settings.base_url.trim().is_empty()
-            && (!self.source.meta().needs_credential || self.settings.credential.is_some())
+            && (!self.source.needs_credential || self.settings.credential.is_some())
     }
 
     fn serves(&self, endpoint: EndpointId) -> bool {
         self.usable()
-            && self.source.meta().endpoints.contains(&endpoint)
+            && self.source.handlers.slot(endpoint).is_some()
             && (!self.source.needs_credential_for(endpoint) || self.settings.credential.is_some())
     }
 }
@@ -226,7 +240,7 @@ impl Sources {
         let guarded_http = Http::guarded(guard.clone())?;
         let mut entries: Vec<Entry> = Vec::new();
         for source in all() {
-            let settings = config.settings_for(source.as_ref());
+            let settings = config.settings_for(source);
             let health = Health::new(health::Policy {
                 failures: config.breaker_failures,
                 cooldown: Duration::from_millis(config.breaker_cooldown_ms),
@@ -238,7 +252,7 @@ impl Sources {
                 health,
             });
         }
-        config.check_known(entries.iter().map(|e| e.source.meta().id))?;
+        config.check_known(entries.iter().map(|e| e.source.id))?;
         // The operator's hosts are trusted as configured; redirects elsewhere pass the guard.
         let trusted = entries
             .iter()
@@ -246,7 +260,7 @@ impl Sources {
             .collect();
         let http = Http::new(guard.clone(), trusted)?;
         // Chain order: the configured order of each platform first, then the built-in order.
-        entries.sort_by_key(|e| config.position(e.source.meta().platform, e.source.meta().id));
+        entries.sort_by_key(|e| config.position(e.source.platform(), e.source.id));
         Ok(Sources {
             http,
             guarded_http,
@@ -275,17 +289,11 @@ impl Sources {
         self.entries
             .iter()
             .map(|e| SourceInfo {
-                id: e.source.meta().id,
-                platform: e.source.meta().platform,
+                id: e.source.id,
+                platform: e.source.platform(),
                 base_url: e.settings.base_url.clone(),
-                endpoints: e
-                    .source
-                    .meta()
-                    .endpoints
-                    .iter()
-                    .map(|id| id.meta().path)
-                    .collect(),
-                needs_credential: e.source.meta().needs_credential,
+                endpoints: e.source.endpoints().map(|id| id.meta().path).collect(),
+                needs_credential: e.source.needs_credential,
                 has_credential: e.settings.credential.is_some(),
                 enabled: e.usable(),
             })
@@ -319,11 +327,11 @@ impl Sources {
     pub fn source_states(&self, platform: &str) -> Vec<SourceState> {
         self.entries
             .iter()
-            .filter(|e| e.source.meta().platform == platform && e.usable())
+            .filter(|e| e.source.platform() == platform && e.usable())
             .map(|e| {
                 let (state, consecutive_failures) = e.health.snapshot("");
                 SourceState {
-                    id: e.source.meta().id,
+                    id: e.source.id,
                     state,
                     consecutive_failures,
                 }
@@ -340,7 +348,7 @@ impl Sources {
     }
 
     /// Everything about a call that depends only on the request and the deployment, decided before
-    /// any credit is reserved and before anything is sent upstream: the refusals, the chain of
+    /// any credit is reserved and before anything is sent upstream: the chain of
     /// sources that may serve it, the client's cursor, and any host the client named.
     pub async fn prepare<'s, 'r>(
         &'s self,
@@ -368,12 +376,12 @@ impl Sources {
         // A follow-up page goes to the source that made the cursor, and only to it: another
         // source cannot read its cursor.
         if let Some((source_id, _)) = &resume {
-            chain.retain(|e| e.source.meta().id == source_id);
+            chain.retain(|e| e.source.id == source_id);
             if chain.is_empty() {
                 return Err(CallError::BadCursor(cursor::Refusal::SourceGone));
             }
         } else {
-            chain.retain(|e| e.source.serves(request));
+            chain.retain(|e| e.source.handlers.serves(request));
             if chain.is_empty() {
                 return Err(CallError::NotConfigured(format!(
                     "no configured source of {} serves this combination of parameters",
@@ -414,7 +422,7 @@ impl Sources {
         let mut failures = Vec::new();
         let mut all_not_configured = true;
         for entry in chain {
-            let id = entry.source.meta().id;
+            let id = entry.source.id;
             // A host the client named: vetted before anything is sent, then reached only through
             // the guarded client. The credential belongs to the configured host and goes nowhere else.
             let (http, base_url, credential, key) = match entry.source.user_host(request) {
@@ -460,7 +468,11 @@ impl Sources {
                 deadline: deadline
                     .min(Instant::now() + Duration::from_millis(entry.settings.timeout_ms)),
             };
-            let result = entry.source.fetch(&ctx, request).await;
+            // The chain holds only sources with a slot for this endpoint (`Entry::serves`).
+            let Some(call) = entry.source.handlers.dispatch(&ctx, request) else {
+                continue;
+            };
+            let result = call.await;
             entry.health.record(
                 &key,
                 match &result {

@@ -176,6 +176,46 @@ pub mod demo {
             Ok(Self { id: v_id })
         }
     }
+    ///`GET /v1/demo/echo`: Echo a word, from an instance
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Echo {
+        ///`word`
+        pub word: String,
+        ///a host the client names
+        pub instance: Option<String>,
+    }
+    impl Echo {
+        pub const ENDPOINT: super::EndpointId = super::EndpointId::DemoEcho;
+        /// Parses and validates a raw query string, reporting every violation at once.
+        pub fn from_query(raw: &str) -> Result<Self, Violations> {
+            let mut p = Params::query(raw, &["word", "instance"]);
+            let v_word = p.text("word", 1u32, 64u32, Some(&grammar::SLUG), None);
+            let v_word = p.required("word", v_word);
+            let v_instance = p.text("instance", 1u32, 64u32, Some(&grammar::SLUG), None);
+            p.finish()?;
+            Ok(Self {
+                word: v_word,
+                instance: v_instance,
+            })
+        }
+    }
+    ///What one source of `demo` serves: a handler per endpoint, `None` where it serves none.
+    pub struct Handlers {
+        ///`GET /v1/demo/search`
+        pub search: Option<crate::sources::slot::Slot<Search>>,
+        ///`GET /v1/demo/item`
+        pub item: Option<crate::sources::slot::Slot<Item>>,
+        ///`GET /v1/demo/echo`
+        pub echo: Option<crate::sources::slot::Slot<Echo>>,
+    }
+    impl Handlers {
+        /// Serves nothing; a source's table starts from it (`..Handlers::NONE`).
+        pub const NONE: Self = Self {
+            search: None,
+            item: None,
+            echo: None,
+        };
+    }
 }
 /// `info.version` of the catalogue (the API version the document declares).
 pub const API_VERSION: &str = "0.0.1";
@@ -186,9 +226,14 @@ pub static PLATFORMS: [(&str, &str); 1usize] = [("demo", "a demo platform")];
 pub enum EndpointId {
     DemoSearch,
     DemoItem,
+    DemoEcho,
 }
 impl EndpointId {
-    pub const ALL: [EndpointId; 2usize] = [EndpointId::DemoSearch, EndpointId::DemoItem];
+    pub const ALL: [EndpointId; 3usize] = [
+        EndpointId::DemoSearch,
+        EndpointId::DemoItem,
+        EndpointId::DemoEcho,
+    ];
     pub fn meta(self) -> &'static crate::request::EndpointMeta {
         &ENDPOINTS[self as usize]
     }
@@ -201,11 +246,14 @@ impl EndpointId {
             EndpointId::DemoItem => {
                 demo::Item::from_query(raw_query).map(Request::DemoItem)
             }
+            EndpointId::DemoEcho => {
+                demo::Echo::from_query(raw_query).map(Request::DemoEcho)
+            }
         }
     }
 }
 /// The endpoint table: path, platform, price and parameter grammar, in catalogue order.
-pub static ENDPOINTS: [crate::request::EndpointMeta; 2usize] = [
+pub static ENDPOINTS: [crate::request::EndpointMeta; 3usize] = [
     crate::request::EndpointMeta {
         path: "/v1/demo/search",
         platform: "demo",
@@ -322,18 +370,50 @@ pub static ENDPOINTS: [crate::request::EndpointMeta; 2usize] = [
         requires: &[],
         exclusive: &[],
     },
+    crate::request::EndpointMeta {
+        path: "/v1/demo/echo",
+        platform: "demo",
+        credits: 1u32,
+        summary: "Echo a word, from an instance",
+        example: "GET /v1/demo/echo?word=abc",
+        params: &[
+            crate::request::ParamMeta {
+                name: "word",
+                required: true,
+                kind: crate::request::ParamKind::Text(Some(&grammar::SLUG)),
+                default: None,
+                example: "abc",
+                min_length: 1u32,
+                max_length: 64u32,
+            },
+            crate::request::ParamMeta {
+                name: "instance",
+                required: false,
+                kind: crate::request::ParamKind::Text(Some(&grammar::SLUG)),
+                default: None,
+                example: "abc",
+                min_length: 1u32,
+                max_length: 64u32,
+            },
+        ],
+        one_of: &[],
+        requires: &[],
+        exclusive: &[],
+    },
 ];
 /// A validated request to any platform endpoint.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     DemoSearch(demo::Search),
     DemoItem(demo::Item),
+    DemoEcho(demo::Echo),
 }
 impl Request {
     pub fn endpoint(&self) -> EndpointId {
         match self {
             Request::DemoSearch(_) => EndpointId::DemoSearch,
             Request::DemoItem(_) => EndpointId::DemoItem,
+            Request::DemoEcho(_) => EndpointId::DemoEcho,
         }
     }
     /// The client's pagination cursor, on endpoints that take one.
@@ -342,8 +422,78 @@ impl Request {
             _ => None,
         }
     }
+    /// The host the client named (`instance`), on endpoints that take one: a source
+    /// connects to it instead of its configured base URL.
+    pub fn instance(&self) -> Option<&str> {
+        match self {
+            Request::DemoEcho(r) => r.instance.as_deref(),
+            _ => None,
+        }
+    }
+}
+/// A source's registration table, of the platform it serves.
+pub enum Handlers {
+    Demo(demo::Handlers),
+}
+#[allow(unreachable_patterns)]
+impl Handlers {
+    pub fn platform(&self) -> &'static str {
+        match self {
+            Handlers::Demo(_) => "demo",
+        }
+    }
+    /// The slot of `endpoint`, or `None` when this source does not serve it.
+    pub fn slot(&self, endpoint: EndpointId) -> Option<crate::sources::slot::SlotMeta> {
+        match (self, endpoint) {
+            (Handlers::Demo(h), EndpointId::DemoSearch) => {
+                h.search.as_ref().map(crate::sources::slot::Slot::meta)
+            }
+            (Handlers::Demo(h), EndpointId::DemoItem) => {
+                h.item.as_ref().map(crate::sources::slot::Slot::meta)
+            }
+            (Handlers::Demo(h), EndpointId::DemoEcho) => {
+                h.echo.as_ref().map(crate::sources::slot::Slot::meta)
+            }
+            _ => None,
+        }
+    }
+    /// Whether the source serves this request (its endpoint, and the slot's condition).
+    pub fn serves(&self, request: &Request) -> bool {
+        match (self, request) {
+            (Handlers::Demo(h), Request::DemoSearch(r)) => {
+                h.search.as_ref().is_some_and(|s| s.takes(r))
+            }
+            (Handlers::Demo(h), Request::DemoItem(r)) => {
+                h.item.as_ref().is_some_and(|s| s.takes(r))
+            }
+            (Handlers::Demo(h), Request::DemoEcho(r)) => {
+                h.echo.as_ref().is_some_and(|s| s.takes(r))
+            }
+            _ => false,
+        }
+    }
+    /// Calls the handler of the request's endpoint; `None` when the source serves none.
+    pub fn dispatch<'a>(
+        &'a self,
+        ctx: &'a crate::sources::slot::Ctx<'a>,
+        request: &'a Request,
+    ) -> Option<crate::sources::slot::Call<'a>> {
+        match (self, request) {
+            (Handlers::Demo(h), Request::DemoSearch(r)) => {
+                h.search.as_ref().map(|s| s.call(ctx, r))
+            }
+            (Handlers::Demo(h), Request::DemoItem(r)) => {
+                h.item.as_ref().map(|s| s.call(ctx, r))
+            }
+            (Handlers::Demo(h), Request::DemoEcho(r)) => {
+                h.echo.as_ref().map(|s| s.call(ctx, r))
+            }
+            _ => None,
+        }
+    }
 }
 const _: () = {
     assert!(EndpointId::DemoSearch as usize == 0usize);
     assert!(EndpointId::DemoItem as usize == 1usize);
+    assert!(EndpointId::DemoEcho as usize == 2usize);
 };

@@ -10,99 +10,92 @@ use reqwest::RequestBuilder;
 use serde_json::Value;
 
 use super::{PLATFORM, code_item, comment_item, issue_item, profile_item, release_item, repo_item};
-use crate::api::code::{RepoIssuesState, SearchType};
-use crate::api::{EndpointId, Request};
+use crate::api::Handlers;
+use crate::api::code::{
+    self, Issue, IssueComments, Profile, ProfileRepos, Repo, RepoIssues, RepoIssuesState,
+    RepoReadme, RepoReleases, Search, SearchType,
+};
 use crate::item::{Item, Page};
 use crate::request::{Choice, RepoRef};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::path::segment;
 use crate::upstream::{Ctx, RawResponse, encoding, json, status_error};
 
-pub struct GitHub;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "code.github",
-    platform: PLATFORM,
     default_base_url: "https://api.github.com",
-    endpoints: &[
-        EndpointId::CodeSearch,
-        EndpointId::CodeProfile,
-        EndpointId::CodeProfileRepos,
-        EndpointId::CodeRepo,
-        EndpointId::CodeRepoReadme,
-        EndpointId::CodeRepoReleases,
-        EndpointId::CodeRepoIssues,
-        EndpointId::CodeIssue,
-        EndpointId::CodeIssueComments,
-    ],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::Code(code::Handlers {
+        search: Some(serve!(search)),
+        profile: Some(serve!(profile)),
+        profile_repos: Some(serve!(profile_repos)),
+        repo: Some(serve!(repo)),
+        repo_readme: Some(serve!(repo_readme)),
+        repo_releases: Some(serve!(repo_releases)),
+        repo_issues: Some(serve!(repo_issues)),
+        issue: Some(serve!(issue)),
+        issue_comments: Some(serve!(issue_comments)),
+    }),
 };
 
-impl Source for GitHub {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            match request {
-                Request::CodeSearch(r) => search(ctx, r).await,
-                Request::CodeProfile(r) => {
-                    let body = get(ctx, &format!("users/{}", segment(&r.handle)?), &[]).await?;
-                    one(profile_item(&body))
-                }
-                Request::CodeProfileRepos(r) => {
-                    let q = [
-                        ("sort", r.sort.as_str().to_string()),
-                        ("per_page", r.limit.to_string()),
-                    ];
-                    let body =
-                        get(ctx, &format!("users/{}/repos", segment(&r.handle)?), &q).await?;
-                    list(&body, r.limit, repo_item)
-                }
-                Request::CodeRepo(r) => {
-                    one(repo_item(&get(ctx, &repo_path(&r.id, "")?, &[]).await?))
-                }
-                Request::CodeRepoReadme(r) => readme(ctx, &r.id).await,
-                Request::CodeRepoReleases(r) => {
-                    let q = [("per_page", r.limit.clamp(1, 100).to_string())];
-                    let body = get(ctx, &repo_path(&r.id, "/releases")?, &q).await?;
-                    let repo = r.id.to_string();
-                    list(&body, r.limit, |v| release_item(v, &repo))
-                }
-                Request::CodeRepoIssues(r) => {
-                    let state = match r.state {
-                        RepoIssuesState::Open => "open",
-                        RepoIssuesState::Closed => "closed",
-                        RepoIssuesState::All => "all",
-                    };
-                    let q = [
-                        ("state", state.to_string()),
-                        ("per_page", r.limit.to_string()),
-                    ];
-                    let body = get(ctx, &repo_path(&r.id, "/issues")?, &q).await?;
-                    let repo = r.id.to_string();
-                    list(&body, r.limit, |v| issue_item(v, Some(&repo)))
-                }
-                Request::CodeIssue(r) => {
-                    let path = repo_path(&r.id.repo, &format!("/issues/{}", r.id.number))?;
-                    let repo = r.id.repo.to_string();
-                    one(issue_item(&get(ctx, &path, &[]).await?, Some(&repo)))
-                }
-                Request::CodeIssueComments(r) => {
-                    let path = repo_path(&r.id.repo, &format!("/issues/{}/comments", r.id.number))?;
-                    let q = [("per_page", r.limit.to_string())];
-                    let body = get(ctx, &path, &q).await?;
-                    let parent = format!("{}#{}", r.id.repo, r.id.number);
-                    list(&body, r.limit, |v| comment_item(v, &parent))
-                }
-                _ => Err(SourceError::unsupported(request)),
-            }
-        })
-    }
+async fn profile(ctx: &Ctx<'_>, r: &Profile) -> Result<Page, SourceError> {
+    let body = get(ctx, &format!("users/{}", segment(&r.handle)?), &[]).await?;
+    one(profile_item(&body))
+}
+
+async fn profile_repos(ctx: &Ctx<'_>, r: &ProfileRepos) -> Result<Page, SourceError> {
+    let q = [
+        ("sort", r.sort.as_str().to_string()),
+        ("per_page", r.limit.to_string()),
+    ];
+    let body = get(ctx, &format!("users/{}/repos", segment(&r.handle)?), &q).await?;
+    list(&body, r.limit, repo_item)
+}
+
+async fn repo(ctx: &Ctx<'_>, r: &Repo) -> Result<Page, SourceError> {
+    one(repo_item(&get(ctx, &repo_path(&r.id, "")?, &[]).await?))
+}
+
+async fn repo_readme(ctx: &Ctx<'_>, r: &RepoReadme) -> Result<Page, SourceError> {
+    readme(ctx, &r.id).await
+}
+
+async fn repo_releases(ctx: &Ctx<'_>, r: &RepoReleases) -> Result<Page, SourceError> {
+    let q = [("per_page", r.limit.clamp(1, 100).to_string())];
+    let body = get(ctx, &repo_path(&r.id, "/releases")?, &q).await?;
+    let repo = r.id.to_string();
+    list(&body, r.limit, |v| release_item(v, &repo))
+}
+
+async fn repo_issues(ctx: &Ctx<'_>, r: &RepoIssues) -> Result<Page, SourceError> {
+    let state = match r.state {
+        RepoIssuesState::Open => "open",
+        RepoIssuesState::Closed => "closed",
+        RepoIssuesState::All => "all",
+    };
+    let q = [
+        ("state", state.to_string()),
+        ("per_page", r.limit.to_string()),
+    ];
+    let body = get(ctx, &repo_path(&r.id, "/issues")?, &q).await?;
+    let repo = r.id.to_string();
+    list(&body, r.limit, |v| issue_item(v, Some(&repo)))
+}
+
+async fn issue(ctx: &Ctx<'_>, r: &Issue) -> Result<Page, SourceError> {
+    let path = repo_path(&r.id.repo, &format!("/issues/{}", r.id.number))?;
+    let repo = r.id.repo.to_string();
+    one(issue_item(&get(ctx, &path, &[]).await?, Some(&repo)))
+}
+
+async fn issue_comments(ctx: &Ctx<'_>, r: &IssueComments) -> Result<Page, SourceError> {
+    let path = repo_path(&r.id.repo, &format!("/issues/{}/comments", r.id.number))?;
+    let q = [("per_page", r.limit.to_string())];
+    let body = get(ctx, &path, &q).await?;
+    let parent = format!("{}#{}", r.id.repo, r.id.number);
+    list(&body, r.limit, |v| comment_item(v, &parent))
 }
 
 /// `repos/{owner}/{name}{rest}`; `rest` is this file's own text, never a client's.
@@ -214,7 +207,7 @@ fn has_issue_type(query: &str) -> bool {
     })
 }
 
-async fn search(ctx: &Ctx<'_>, r: &crate::api::code::Search) -> Result<Page, SourceError> {
+async fn search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
     let kind = match r.r#type {
         SearchType::Repositories => "repositories",
         SearchType::Issues => "issues",

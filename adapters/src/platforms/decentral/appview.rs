@@ -7,139 +7,126 @@
 use serde_json::Value;
 
 use super::{PLATFORM, post_at_uri, post_url, profile_url};
-use crate::api::{EndpointId, Request};
+use crate::api::Handlers;
+use crate::api::decentral::{self, Post, Profile, ProfilePosts, ProfileSearch, Search};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::{Ctx, dates, json, parse_json, status_error};
 
-pub struct AppView;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "decentral.appview",
-    platform: PLATFORM,
     default_base_url: "https://public.api.bsky.app",
-    endpoints: &[
-        EndpointId::DecentralSearch,
-        EndpointId::DecentralProfile,
-        EndpointId::DecentralProfilePosts,
-        EndpointId::DecentralProfileSearch,
-        EndpointId::DecentralPost,
-    ],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::Decentral(decentral::Handlers {
+        search: Some(serve!(search)),
+        profile: Some(serve!(profile)),
+        profile_posts: Some(serve!(profile_posts)),
+        profile_search: Some(serve!(profile_search)),
+        post: Some(serve!(post)),
+    }),
 };
 
-impl Source for AppView {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
+async fn search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    let limit = r.limit.to_string();
+    let mut q = vec![("q", r.query.as_str()), ("limit", limit.as_str())];
+    if let Some(c) = ctx.cursor {
+        q.push(("cursor", c));
     }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            match request {
-                Request::DecentralSearch(r) => {
-                    let limit = r.limit.to_string();
-                    let mut q = vec![("q", r.query.as_str()), ("limit", limit.as_str())];
-                    if let Some(c) = ctx.cursor {
-                        q.push(("cursor", c));
-                    }
-                    let body = xrpc(ctx, "app.bsky.feed.searchPosts", &q).await?;
-                    let posts = body
-                        .get("posts")
-                        .and_then(Value::as_array)
-                        .ok_or_else(|| SourceError::Malformed("no `posts` array".into()))?;
-                    Ok(Page {
-                        items: posts.iter().filter_map(post_item).collect(),
-                        total: json::int(&body, "hitsTotal").map(|n| n.max(0) as u64),
-                        next_cursor: next_cursor(&body, posts.is_empty()),
-                    })
-                }
-                Request::DecentralProfile(r) => {
-                    let body =
-                        xrpc(ctx, "app.bsky.actor.getProfile", &[("actor", &r.handle)]).await?;
-                    let item = profile_item(&body)
-                        .ok_or_else(|| SourceError::Malformed("the profile has no DID".into()))?;
-                    Ok(Page::single(item))
-                }
-                Request::DecentralProfilePosts(r) => {
-                    let limit = r.limit.to_string();
-                    let mut q = vec![("actor", r.handle.as_str()), ("limit", limit.as_str())];
-                    if let Some(c) = ctx.cursor {
-                        q.push(("cursor", c));
-                    }
-                    let body = xrpc(ctx, "app.bsky.feed.getAuthorFeed", &q).await?;
-                    let feed = body
-                        .get("feed")
-                        .and_then(Value::as_array)
-                        .ok_or_else(|| SourceError::Malformed("no `feed` array".into()))?;
-                    let items = feed
-                        .iter()
-                        .filter_map(|entry| {
-                            let mut item = post_item(entry.get("post")?)?;
-                            let reason = entry.get("reason");
-                            if reason
-                                .and_then(|r| json::str(r, "$type"))
-                                .is_some_and(|t| t.ends_with("#reasonRepost"))
-                            {
-                                item.extra(
-                                    "reposted_by",
-                                    reason
-                                        .and_then(|r| r.get("by"))
-                                        .and_then(|by| json::string(by, "handle")),
-                                );
-                            }
-                            Some(item)
-                        })
-                        .collect();
-                    Ok(Page {
-                        items,
-                        total: None,
-                        next_cursor: next_cursor(&body, feed.is_empty()),
-                    })
-                }
-                Request::DecentralProfileSearch(r) => {
-                    let limit = r.limit.to_string();
-                    let body = xrpc(
-                        ctx,
-                        "app.bsky.actor.searchActors",
-                        &[("q", r.query.as_str()), ("limit", limit.as_str())],
-                    )
-                    .await?;
-                    let actors = body
-                        .get("actors")
-                        .and_then(Value::as_array)
-                        .ok_or_else(|| SourceError::Malformed("no `actors` array".into()))?;
-                    Ok(Page {
-                        items: actors.iter().filter_map(profile_item).collect(),
-                        total: None,
-                        next_cursor: None,
-                    })
-                }
-                Request::DecentralPost(r) => {
-                    let uri = post_at_uri(&r.url)
-                        .ok_or_else(|| SourceError::Rejected("not a post URL or at-uri".into()))?;
-                    let body = xrpc(ctx, "app.bsky.feed.getPostThread", &[("uri", &uri)]).await?;
-                    let thread = body
-                        .get("thread")
-                        .ok_or_else(|| SourceError::Malformed("no `thread`".into()))?;
-                    if !is_thread_view(thread) {
-                        // `#notFoundPost` or `#blockedPost`: nothing a logged-out visitor can read.
-                        return Err(SourceError::NotFound);
-                    }
-                    let mut item = thread
-                        .get("post")
-                        .and_then(post_item)
-                        .ok_or_else(|| SourceError::Malformed("the thread has no post".into()))?;
-                    item.extra("thread_parents_returned", count_parents(thread));
-                    item.extra("thread_replies_returned", count_replies(thread));
-                    Ok(Page::single(item))
-                }
-                _ => Err(SourceError::unsupported(request)),
+    let body = xrpc(ctx, "app.bsky.feed.searchPosts", &q).await?;
+    let posts = body
+        .get("posts")
+        .and_then(Value::as_array)
+        .ok_or_else(|| SourceError::Malformed("no `posts` array".into()))?;
+    Ok(Page {
+        items: posts.iter().filter_map(post_item).collect(),
+        total: json::int(&body, "hitsTotal").map(|n| n.max(0) as u64),
+        next_cursor: next_cursor(&body, posts.is_empty()),
+    })
+}
+
+async fn profile(ctx: &Ctx<'_>, r: &Profile) -> Result<Page, SourceError> {
+    let body = xrpc(ctx, "app.bsky.actor.getProfile", &[("actor", &r.handle)]).await?;
+    let item = profile_item(&body)
+        .ok_or_else(|| SourceError::Malformed("the profile has no DID".into()))?;
+    Ok(Page::single(item))
+}
+
+async fn profile_posts(ctx: &Ctx<'_>, r: &ProfilePosts) -> Result<Page, SourceError> {
+    let limit = r.limit.to_string();
+    let mut q = vec![("actor", r.handle.as_str()), ("limit", limit.as_str())];
+    if let Some(c) = ctx.cursor {
+        q.push(("cursor", c));
+    }
+    let body = xrpc(ctx, "app.bsky.feed.getAuthorFeed", &q).await?;
+    let feed = body
+        .get("feed")
+        .and_then(Value::as_array)
+        .ok_or_else(|| SourceError::Malformed("no `feed` array".into()))?;
+    let items = feed
+        .iter()
+        .filter_map(|entry| {
+            let mut item = post_item(entry.get("post")?)?;
+            let reason = entry.get("reason");
+            if reason
+                .and_then(|r| json::str(r, "$type"))
+                .is_some_and(|t| t.ends_with("#reasonRepost"))
+            {
+                item.extra(
+                    "reposted_by",
+                    reason
+                        .and_then(|r| r.get("by"))
+                        .and_then(|by| json::string(by, "handle")),
+                );
             }
+            Some(item)
         })
+        .collect();
+    Ok(Page {
+        items,
+        total: None,
+        next_cursor: next_cursor(&body, feed.is_empty()),
+    })
+}
+
+async fn profile_search(ctx: &Ctx<'_>, r: &ProfileSearch) -> Result<Page, SourceError> {
+    let limit = r.limit.to_string();
+    let body = xrpc(
+        ctx,
+        "app.bsky.actor.searchActors",
+        &[("q", r.query.as_str()), ("limit", limit.as_str())],
+    )
+    .await?;
+    let actors = body
+        .get("actors")
+        .and_then(Value::as_array)
+        .ok_or_else(|| SourceError::Malformed("no `actors` array".into()))?;
+    Ok(Page {
+        items: actors.iter().filter_map(profile_item).collect(),
+        total: None,
+        next_cursor: None,
+    })
+}
+
+async fn post(ctx: &Ctx<'_>, r: &Post) -> Result<Page, SourceError> {
+    let uri = post_at_uri(&r.url)
+        .ok_or_else(|| SourceError::Rejected("not a post URL or at-uri".into()))?;
+    let body = xrpc(ctx, "app.bsky.feed.getPostThread", &[("uri", &uri)]).await?;
+    let thread = body
+        .get("thread")
+        .ok_or_else(|| SourceError::Malformed("no `thread`".into()))?;
+    if !is_thread_view(thread) {
+        // `#notFoundPost` or `#blockedPost`: nothing a logged-out visitor can read.
+        return Err(SourceError::NotFound);
     }
+    let mut item = thread
+        .get("post")
+        .and_then(post_item)
+        .ok_or_else(|| SourceError::Malformed("the thread has no post".into()))?;
+    item.extra("thread_parents_returned", count_parents(thread));
+    item.extra("thread_replies_returned", count_replies(thread));
+    Ok(Page::single(item))
 }
 
 /// The upstream's cursor, unless the page was empty (some AppViews repeat a cursor at the end).

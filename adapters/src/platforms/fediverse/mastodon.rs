@@ -7,84 +7,62 @@
 use serde_json::Value;
 
 use super::PLATFORM;
-use crate::api::{EndpointId, Request};
+use crate::api::Handlers;
+use crate::api::fediverse::{self, Search, Tag};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::path::segment;
 use crate::upstream::{Ctx, dates, html, json};
 
-pub struct Mastodon;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "fediverse.mastodon",
-    platform: PLATFORM,
     // The default instance; an `instance` parameter replaces it.
     default_base_url: "https://mastodon.social",
-    endpoints: &[EndpointId::FediverseTag, EndpointId::FediverseSearch],
     needs_credential: false,
+    rate_limit: Some((1.0, 300)),
+    handlers: Handlers::Fediverse(fediverse::Handlers {
+        tag: Some(serve!(tag)),
+        search: Some(serve!(search).with_credential()),
+    }),
 };
 
-impl Source for Mastodon {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
-    }
-    fn needs_credential_for(&self, endpoint: EndpointId) -> bool {
-        endpoint == EndpointId::FediverseSearch
-    }
-    fn rate_limit(&self) -> Option<(f64, u32)> {
-        Some((1.0, 300))
-    }
-    fn user_host<'r>(&self, request: &'r Request) -> Option<(&'static str, &'r str)> {
-        match request {
-            Request::FediverseTag(r) => r.instance.as_deref().map(|h| ("instance", h)),
-            Request::FediverseSearch(r) => r.instance.as_deref().map(|h| ("instance", h)),
-            _ => None,
-        }
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let host = ctx
-                .base_host()
-                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
-                .ok_or_else(|| SourceError::NotConfigured("the base URL has no host".into()))?;
-            match request {
-                Request::FediverseTag(r) => {
-                    let path = format!("api/v1/timelines/tag/{}", segment(&r.query)?);
-                    let req = ctx.get(&path).query(&[("limit", r.limit.to_string())]);
-                    let body = ctx.json(req).await?;
-                    let statuses = body.as_array().ok_or_else(|| {
-                        SourceError::Malformed("the timeline is not an array".into())
-                    })?;
-                    Ok(page(statuses, &host))
-                }
-                Request::FediverseSearch(r) => {
-                    // The message names no host: the 501 reaches the client.
-                    let token = ctx.credential.ok_or_else(|| {
-                        SourceError::NotConfigured(
-                            "this deployment holds no search token for that instance".into(),
-                        )
-                    })?;
-                    let req = ctx.get("api/v2/search").bearer_auth(token).query(&[
-                        ("q", r.query.as_str()),
-                        ("type", "statuses"),
-                        ("limit", &r.limit.to_string()),
-                        ("resolve", "false"),
-                    ]);
-                    let body = ctx.json(req).await?;
-                    let statuses = body
-                        .get("statuses")
-                        .and_then(Value::as_array)
-                        .ok_or_else(|| SourceError::Malformed("no `statuses` array".into()))?;
-                    Ok(page(statuses, &host))
-                }
-                _ => Err(SourceError::unsupported(request)),
-            }
-        })
-    }
+async fn tag(ctx: &Ctx<'_>, r: &Tag) -> Result<Page, SourceError> {
+    let host = instance_host(ctx)?;
+    let path = format!("api/v1/timelines/tag/{}", segment(&r.query)?);
+    let req = ctx.get(&path).query(&[("limit", r.limit.to_string())]);
+    let body = ctx.json(req).await?;
+    let statuses = body
+        .as_array()
+        .ok_or_else(|| SourceError::Malformed("the timeline is not an array".into()))?;
+    Ok(page(statuses, &host))
+}
+
+async fn search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    let host = instance_host(ctx)?;
+    // The message names no host: the 501 reaches the client.
+    let token = ctx.credential.ok_or_else(|| {
+        SourceError::NotConfigured("this deployment holds no search token for that instance".into())
+    })?;
+    let req = ctx.get("api/v2/search").bearer_auth(token).query(&[
+        ("q", r.query.as_str()),
+        ("type", "statuses"),
+        ("limit", &r.limit.to_string()),
+        ("resolve", "false"),
+    ]);
+    let body = ctx.json(req).await?;
+    let statuses = body
+        .get("statuses")
+        .and_then(Value::as_array)
+        .ok_or_else(|| SourceError::Malformed("no `statuses` array".into()))?;
+    Ok(page(statuses, &host))
+}
+
+/// The instance asked (the client's `instance`, else the configured one), for ids and authors.
+fn instance_host(ctx: &Ctx<'_>) -> Result<String, SourceError> {
+    ctx.base_host()
+        .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+        .ok_or_else(|| SourceError::NotConfigured("the base URL has no host".into()))
 }
 
 fn page(statuses: &[Value], host: &str) -> Page {

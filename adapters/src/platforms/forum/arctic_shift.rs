@@ -3,110 +3,104 @@
 //! profile posts and comments within `after`/`before`, and comment search. No credential.
 //!
 //! The archive orders by creation time only and needs a community or an author for full-text
-//! search, so it declines other requests (`Source::serves`) and they go to the live source. It
+//! search, so its slots take only those requests (`Slot::only_when`) and they go to the live source. It
 //! returns `{"data": [...]}` without a cursor: the next page is asked with `before` set to the
 //! creation time of the last item, which is the cursor this source issues.
 
 use serde_json::Value;
 
-use super::{PLATFORM, comment_item, now_unix, post_item};
-use crate::api::forum::{CommunityPostsSort, CommunitySearchSort};
-use crate::api::{EndpointId, Request};
+use super::{comment_item, now_unix, post_item};
+use crate::api::Handlers;
+use crate::api::forum::{
+    self, CommentsSearch, CommunityPosts, CommunityPostsSort, CommunitySearch, CommunitySearchSort,
+    ProfileComments, ProfilePosts,
+};
 use crate::item::{Item, Page};
 use crate::request::DateBound;
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::{Ctx, json, status_error};
 
-pub struct ArcticShift;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "forum.arctic_shift",
-    platform: PLATFORM,
     default_base_url: "https://arctic-shift.photon-reddit.com",
-    endpoints: &[
-        EndpointId::ForumCommunitySearch,
-        EndpointId::ForumCommunityPosts,
-        EndpointId::ForumProfilePosts,
-        EndpointId::ForumProfileComments,
-        EndpointId::ForumCommentsSearch,
-    ],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::Forum(forum::Handlers {
+        community_search: Some(
+            serve!(community_search).only_when(|r| r.sort == CommunitySearchSort::New),
+        ),
+        community_posts: Some(
+            serve!(community_posts).only_when(|r| r.sort == CommunityPostsSort::New),
+        ),
+        profile_posts: Some(
+            serve!(profile_posts).only_when(|r| r.after.is_some() || r.before.is_some()),
+        ),
+        profile_comments: Some(
+            serve!(profile_comments).only_when(|r| r.after.is_some() || r.before.is_some()),
+        ),
+        comments_search: Some(serve!(comments_search)),
+        ..forum::Handlers::NONE
+    }),
 };
 
-impl Source for ArcticShift {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
-    }
-    fn serves(&self, request: &Request) -> bool {
-        match request {
-            Request::ForumCommunityPosts(r) => r.sort == CommunityPostsSort::New,
-            Request::ForumCommunitySearch(r) => r.sort == CommunitySearchSort::New,
-            Request::ForumProfilePosts(r) => r.after.is_some() || r.before.is_some(),
-            Request::ForumProfileComments(r) => r.after.is_some() || r.before.is_some(),
-            Request::ForumCommentsSearch(_) => true,
-            _ => false,
-        }
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let now = now_unix();
-            let (kind, params, limit, after, before) = match request {
-                Request::ForumCommunityPosts(r) => (
-                    Kind::Posts,
-                    vec![("subreddit", r.community.clone())],
-                    r.limit,
-                    r.after,
-                    r.before,
-                ),
-                Request::ForumCommunitySearch(r) => (
-                    Kind::Posts,
-                    vec![
-                        ("subreddit", r.community.clone()),
-                        ("query", r.query.clone()),
-                    ],
-                    r.limit,
-                    r.after,
-                    r.before,
-                ),
-                Request::ForumProfilePosts(r) => (
-                    Kind::Posts,
-                    vec![("author", r.handle.clone())],
-                    r.limit,
-                    r.after,
-                    r.before,
-                ),
-                Request::ForumProfileComments(r) => (
-                    Kind::Comments,
-                    vec![("author", r.handle.clone())],
-                    r.limit,
-                    r.after,
-                    r.before,
-                ),
-                Request::ForumCommentsSearch(r) => {
-                    let mut params = vec![("body", r.query.clone())];
-                    params.extend(r.community.clone().map(|c| ("subreddit", c)));
-                    params.extend(r.handle.clone().map(|h| ("author", h)));
-                    (Kind::Comments, params, r.limit, Some(r.after), r.before)
-                }
-                _ => {
-                    return Err(SourceError::unsupported(request));
-                }
-            };
-            search(
-                ctx,
-                kind,
-                params,
-                limit,
-                bound(after, now),
-                bound(before, now),
-            )
-            .await
-        })
-    }
+async fn community_posts(ctx: &Ctx<'_>, r: &CommunityPosts) -> Result<Page, SourceError> {
+    let params = vec![("subreddit", r.community.clone())];
+    listing(ctx, Kind::Posts, params, r.limit, r.after, r.before).await
+}
+
+async fn community_search(ctx: &Ctx<'_>, r: &CommunitySearch) -> Result<Page, SourceError> {
+    let params = vec![
+        ("subreddit", r.community.clone()),
+        ("query", r.query.clone()),
+    ];
+    listing(ctx, Kind::Posts, params, r.limit, r.after, r.before).await
+}
+
+async fn profile_posts(ctx: &Ctx<'_>, r: &ProfilePosts) -> Result<Page, SourceError> {
+    let params = vec![("author", r.handle.clone())];
+    listing(ctx, Kind::Posts, params, r.limit, r.after, r.before).await
+}
+
+async fn profile_comments(ctx: &Ctx<'_>, r: &ProfileComments) -> Result<Page, SourceError> {
+    let params = vec![("author", r.handle.clone())];
+    listing(ctx, Kind::Comments, params, r.limit, r.after, r.before).await
+}
+
+async fn comments_search(ctx: &Ctx<'_>, r: &CommentsSearch) -> Result<Page, SourceError> {
+    let mut params = vec![("body", r.query.clone())];
+    params.extend(r.community.clone().map(|c| ("subreddit", c)));
+    params.extend(r.handle.clone().map(|h| ("author", h)));
+    listing(
+        ctx,
+        Kind::Comments,
+        params,
+        r.limit,
+        Some(r.after),
+        r.before,
+    )
+    .await
+}
+
+/// One date-ordered listing, its bounds resolved against the current time.
+async fn listing(
+    ctx: &Ctx<'_>,
+    kind: Kind,
+    params: Vec<(&'static str, String)>,
+    limit: u32,
+    after: Option<DateBound>,
+    before: Option<DateBound>,
+) -> Result<Page, SourceError> {
+    let now = now_unix();
+    search(
+        ctx,
+        kind,
+        params,
+        limit,
+        bound(after, now),
+        bound(before, now),
+    )
+    .await
 }
 
 #[derive(Clone, Copy, PartialEq)]

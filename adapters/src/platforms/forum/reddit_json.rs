@@ -11,207 +11,201 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use super::{PLATFORM, comment_item, now_unix, post_id_from_url, thing_item};
-use crate::api::forum::{CommunityPostsSort, CommunitySearchSort, PostCommentsSort, SearchSort};
-use crate::api::{EndpointId, Request};
+use super::{comment_item, now_unix, post_id_from_url, thing_item};
+use crate::api::Handlers;
+use crate::api::forum::{
+    self, Communities, Community, CommunityPosts, CommunityPostsSort, CommunitySearch,
+    CommunitySearchSort, Post, PostComments, PostCommentsSort, Profile, ProfileComments,
+    ProfilePosts, Search, SearchSort,
+};
 use crate::item::{Item, Page};
 use crate::request::{Choice, DateBound};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::path::segment;
 use crate::upstream::{Ctx, found, json, status_error};
 
-pub struct RedditJson;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "forum.reddit_json",
-    platform: PLATFORM,
     default_base_url: "https://www.reddit.com",
-    endpoints: &[
-        EndpointId::ForumSearch,
-        EndpointId::ForumCommunitySearch,
-        EndpointId::ForumCommunityPosts,
-        EndpointId::ForumCommunity,
-        EndpointId::ForumCommunities,
-        EndpointId::ForumProfile,
-        EndpointId::ForumProfilePosts,
-        EndpointId::ForumProfileComments,
-        EndpointId::ForumPost,
-        EndpointId::ForumPostComments,
-    ],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::Forum(forum::Handlers {
+        search: Some(serve!(search)),
+        community_search: Some(serve!(community_search)),
+        community_posts: Some(serve!(community_posts)),
+        community: Some(serve!(community)),
+        communities: Some(serve!(communities)),
+        profile: Some(serve!(profile)),
+        profile_posts: Some(serve!(profile_posts)),
+        profile_comments: Some(serve!(profile_comments)),
+        post: Some(serve!(post)),
+        post_comments: Some(serve!(post_comments)),
+        ..forum::Handlers::NONE
+    }),
 };
 
-impl Source for RedditJson {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
+async fn search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    let mut q: Vec<String> = r.query.iter().cloned().collect();
+    if let Some(url) = &r.url {
+        q.push(format!("url:\"{url}\""));
     }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let now = now_unix();
-            match request {
-                Request::ForumSearch(r) => {
-                    let mut q: Vec<String> = r.query.iter().cloned().collect();
-                    if let Some(url) = &r.url {
-                        q.push(format!("url:\"{url}\""));
-                    }
-                    let sort = match r.sort {
-                        SearchSort::Relevance => "relevance",
-                        SearchSort::New => "new",
-                        SearchSort::Top => "top",
-                        SearchSort::Comments => "comments",
-                    };
-                    let mut params = vec![
-                        ("q", q.join(" ")),
-                        ("sort", sort.into()),
-                        ("t", r.timeframe.as_str().into()),
-                        ("type", "link".into()),
-                    ];
-                    let mut page = listing(ctx, "search.json", &mut params, r.limit, None).await?;
-                    if let Some(url) = &r.url {
-                        let prefix = bare_url(url);
-                        page.items.retain(|i| {
-                            i.extra
-                                .get("link_url")
-                                .and_then(Value::as_str)
-                                .is_some_and(|l| bare_url(l).starts_with(&prefix))
-                        });
-                    }
-                    Ok(page)
-                }
-                Request::ForumCommunitySearch(r) => {
-                    let sort = match r.sort {
-                        CommunitySearchSort::New => "new",
-                        CommunitySearchSort::Relevance => "relevance",
-                        CommunitySearchSort::Top => "top",
-                        CommunitySearchSort::Comments => "comments",
-                    };
-                    let mut params = vec![
-                        ("q", r.query.clone()),
-                        ("restrict_sr", "1".into()),
-                        ("sort", sort.into()),
-                        ("t", r.timeframe.as_str().into()),
-                        ("type", "link".into()),
-                    ];
-                    let bounds = Bounds::new(r.after, r.before, now);
-                    let path = format!("r/{}/search.json", segment(&r.community)?);
-                    listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
-                }
-                Request::ForumCommunityPosts(r) => {
-                    let sort = match r.sort {
-                        CommunityPostsSort::New => "new",
-                        CommunityPostsSort::Hot => "hot",
-                        CommunityPostsSort::Top => "top",
-                        CommunityPostsSort::Rising => "rising",
-                    };
-                    let mut params = Vec::new();
-                    if r.sort == CommunityPostsSort::Top {
-                        params.push(("t", r.timeframe.as_str().to_string()));
-                    }
-                    let bounds = Bounds::new(r.after, r.before, now);
-                    let path = format!("r/{}/{sort}.json", segment(&r.community)?);
-                    listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
-                }
-                Request::ForumCommunity(r) => {
-                    let body = get(
-                        ctx,
-                        &format!("r/{}/about.json", segment(&r.community)?),
-                        &[],
-                    )
-                    .await?;
-                    found(thing_item(&body))
-                }
-                Request::ForumCommunities(r) => {
-                    let params = [("q", r.query.clone()), ("limit", "100".into())];
-                    let body = get(ctx, "subreddits/search.json", &params).await?;
-                    let prefix = r.query.to_lowercase();
-                    let mut items: Vec<Item> = children(&body)?
-                        .iter()
-                        .filter_map(thing_item)
-                        .filter(|i| i.id.to_lowercase().starts_with(&prefix))
-                        .filter(|i| {
-                            let subs = subscribers(i);
-                            r.min_followers.is_none_or(|m| subs >= f64::from(m))
-                        })
-                        .collect();
-                    items.sort_by(|a, b| subscribers(b).total_cmp(&subscribers(a)));
-                    let total = items.len() as u64;
-                    items.truncate(r.limit as usize);
-                    Ok(Page {
-                        items,
-                        total: Some(total),
-                        next_cursor: None,
-                    })
-                }
-                Request::ForumProfile(r) => {
-                    let body = get(
-                        ctx,
-                        &format!("user/{}/about.json", segment(&r.handle)?),
-                        &[],
-                    )
-                    .await?;
-                    found(thing_item(&body))
-                }
-                Request::ForumProfilePosts(r) => {
-                    let mut params = vec![("sort", "new".to_string())];
-                    let bounds = Bounds::new(r.after, r.before, now);
-                    let path = format!("user/{}/submitted.json", segment(&r.handle)?);
-                    listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
-                }
-                Request::ForumProfileComments(r) => {
-                    let mut params = vec![("sort", "new".to_string())];
-                    let bounds = Bounds::new(r.after, r.before, now);
-                    let path = format!("user/{}/comments.json", segment(&r.handle)?);
-                    listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
-                }
-                Request::ForumPost(r) => {
-                    let id = post_id(r.id.as_deref(), r.url.as_deref())?;
-                    let params = [("limit", "1".to_string())];
-                    let body =
-                        get(ctx, &format!("comments/{}.json", segment(&id)?), &params).await?;
-                    let post = body
-                        .get(0)
-                        .and_then(|l| children(l).ok())
-                        .and_then(|c| c.first())
-                        .and_then(thing_item);
-                    found(post)
-                }
-                Request::ForumPostComments(r) => {
-                    let id = post_id(r.id.as_deref(), r.url.as_deref())?;
-                    let sort = match r.sort {
-                        PostCommentsSort::Top => "top",
-                        PostCommentsSort::New => "new",
-                        PostCommentsSort::Old => "old",
-                    };
-                    let params = [("sort", sort.to_string()), ("limit", r.limit.to_string())];
-                    let body =
-                        get(ctx, &format!("comments/{}.json", segment(&id)?), &params).await?;
-                    let (Some(post), Some(tree)) = (body.get(0), body.get(1)) else {
-                        return Err(SourceError::Malformed("expected [post, comments]".into()));
-                    };
-                    let mut items = Vec::new();
-                    flatten(children(tree)?, 0, &mut items);
-                    let total = children(post)
-                        .ok()
-                        .and_then(|c| c.first())
-                        .and_then(|p| p.get("data"))
-                        .and_then(|d| json::int(d, "num_comments"))
-                        .map(|n| n.max(0) as u64)
-                        .unwrap_or(items.len() as u64);
-                    items.truncate(r.limit as usize);
-                    Ok(Page {
-                        items,
-                        total: Some(total),
-                        next_cursor: None,
-                    })
-                }
-                _ => Err(SourceError::unsupported(request)),
-            }
+    let sort = match r.sort {
+        SearchSort::Relevance => "relevance",
+        SearchSort::New => "new",
+        SearchSort::Top => "top",
+        SearchSort::Comments => "comments",
+    };
+    let mut params = vec![
+        ("q", q.join(" ")),
+        ("sort", sort.into()),
+        ("t", r.timeframe.as_str().into()),
+        ("type", "link".into()),
+    ];
+    let mut page = listing(ctx, "search.json", &mut params, r.limit, None).await?;
+    if let Some(url) = &r.url {
+        let prefix = bare_url(url);
+        page.items.retain(|i| {
+            i.extra
+                .get("link_url")
+                .and_then(Value::as_str)
+                .is_some_and(|l| bare_url(l).starts_with(&prefix))
+        });
+    }
+    Ok(page)
+}
+
+async fn community_search(ctx: &Ctx<'_>, r: &CommunitySearch) -> Result<Page, SourceError> {
+    let sort = match r.sort {
+        CommunitySearchSort::New => "new",
+        CommunitySearchSort::Relevance => "relevance",
+        CommunitySearchSort::Top => "top",
+        CommunitySearchSort::Comments => "comments",
+    };
+    let mut params = vec![
+        ("q", r.query.clone()),
+        ("restrict_sr", "1".into()),
+        ("sort", sort.into()),
+        ("t", r.timeframe.as_str().into()),
+        ("type", "link".into()),
+    ];
+    let bounds = Bounds::new(r.after, r.before, now_unix());
+    let path = format!("r/{}/search.json", segment(&r.community)?);
+    listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
+}
+
+async fn community_posts(ctx: &Ctx<'_>, r: &CommunityPosts) -> Result<Page, SourceError> {
+    let sort = match r.sort {
+        CommunityPostsSort::New => "new",
+        CommunityPostsSort::Hot => "hot",
+        CommunityPostsSort::Top => "top",
+        CommunityPostsSort::Rising => "rising",
+    };
+    let mut params = Vec::new();
+    if r.sort == CommunityPostsSort::Top {
+        params.push(("t", r.timeframe.as_str().to_string()));
+    }
+    let bounds = Bounds::new(r.after, r.before, now_unix());
+    let path = format!("r/{}/{sort}.json", segment(&r.community)?);
+    listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
+}
+
+async fn community(ctx: &Ctx<'_>, r: &Community) -> Result<Page, SourceError> {
+    let body = get(
+        ctx,
+        &format!("r/{}/about.json", segment(&r.community)?),
+        &[],
+    )
+    .await?;
+    found(thing_item(&body))
+}
+
+async fn communities(ctx: &Ctx<'_>, r: &Communities) -> Result<Page, SourceError> {
+    let params = [("q", r.query.clone()), ("limit", "100".into())];
+    let body = get(ctx, "subreddits/search.json", &params).await?;
+    let prefix = r.query.to_lowercase();
+    let mut items: Vec<Item> = children(&body)?
+        .iter()
+        .filter_map(thing_item)
+        .filter(|i| i.id.to_lowercase().starts_with(&prefix))
+        .filter(|i| {
+            let subs = subscribers(i);
+            r.min_followers.is_none_or(|m| subs >= f64::from(m))
         })
-    }
+        .collect();
+    items.sort_by(|a, b| subscribers(b).total_cmp(&subscribers(a)));
+    let total = items.len() as u64;
+    items.truncate(r.limit as usize);
+    Ok(Page {
+        items,
+        total: Some(total),
+        next_cursor: None,
+    })
+}
+
+async fn profile(ctx: &Ctx<'_>, r: &Profile) -> Result<Page, SourceError> {
+    let body = get(
+        ctx,
+        &format!("user/{}/about.json", segment(&r.handle)?),
+        &[],
+    )
+    .await?;
+    found(thing_item(&body))
+}
+
+async fn profile_posts(ctx: &Ctx<'_>, r: &ProfilePosts) -> Result<Page, SourceError> {
+    let mut params = vec![("sort", "new".to_string())];
+    let bounds = Bounds::new(r.after, r.before, now_unix());
+    let path = format!("user/{}/submitted.json", segment(&r.handle)?);
+    listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
+}
+
+async fn profile_comments(ctx: &Ctx<'_>, r: &ProfileComments) -> Result<Page, SourceError> {
+    let mut params = vec![("sort", "new".to_string())];
+    let bounds = Bounds::new(r.after, r.before, now_unix());
+    let path = format!("user/{}/comments.json", segment(&r.handle)?);
+    listing(ctx, &path, &mut params, r.limit, Some(bounds)).await
+}
+
+async fn post(ctx: &Ctx<'_>, r: &Post) -> Result<Page, SourceError> {
+    let id = post_id(r.id.as_deref(), r.url.as_deref())?;
+    let params = [("limit", "1".to_string())];
+    let body = get(ctx, &format!("comments/{}.json", segment(&id)?), &params).await?;
+    let post = body
+        .get(0)
+        .and_then(|l| children(l).ok())
+        .and_then(|c| c.first())
+        .and_then(thing_item);
+    found(post)
+}
+
+async fn post_comments(ctx: &Ctx<'_>, r: &PostComments) -> Result<Page, SourceError> {
+    let id = post_id(r.id.as_deref(), r.url.as_deref())?;
+    let sort = match r.sort {
+        PostCommentsSort::Top => "top",
+        PostCommentsSort::New => "new",
+        PostCommentsSort::Old => "old",
+    };
+    let params = [("sort", sort.to_string()), ("limit", r.limit.to_string())];
+    let body = get(ctx, &format!("comments/{}.json", segment(&id)?), &params).await?;
+    let (Some(post), Some(tree)) = (body.get(0), body.get(1)) else {
+        return Err(SourceError::Malformed("expected [post, comments]".into()));
+    };
+    let mut items = Vec::new();
+    flatten(children(tree)?, 0, &mut items);
+    let total = children(post)
+        .ok()
+        .and_then(|c| c.first())
+        .and_then(|p| p.get("data"))
+        .and_then(|d| json::int(d, "num_comments"))
+        .map(|n| n.max(0) as u64)
+        .unwrap_or(items.len() as u64);
+    items.truncate(r.limit as usize);
+    Ok(Page {
+        items,
+        total: Some(total),
+        next_cursor: None,
+    })
 }
 
 fn post_id(id: Option<&str>, url: Option<&str>) -> Result<String, SourceError> {

@@ -5,59 +5,48 @@
 
 use serde_json::Value;
 
-use super::{PLATFORM, PostParts, ProfileParts, lookup_each, post_item, profile_item};
-use crate::api::{EndpointId, Request};
+use super::{PostParts, ProfileParts, lookup_each, post_item, profile_item};
+use crate::api::Handlers;
+use crate::api::microblog::{self, Post, Profile};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::path::segment;
 use crate::upstream::{Ctx, dates, json, status_error};
 
-pub struct FxTwitter;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "microblog.fxtwitter",
-    platform: PLATFORM,
     default_base_url: "https://api.fxtwitter.com",
-    endpoints: &[EndpointId::MicroblogPost, EndpointId::MicroblogProfile],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::Microblog(microblog::Handlers {
+        post: Some(serve!(post)),
+        profile: Some(serve!(profile)),
+        ..microblog::Handlers::NONE
+    }),
 };
 
-impl Source for FxTwitter {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            match request {
-                Request::MicroblogPost(r) => {
-                    lookup_each(&r.id, |id| async move {
-                        let path = format!("status/{}", segment(&id)?);
-                        get(ctx, &path)
-                            .await?
-                            .get("tweet")
-                            .filter(|t| t.is_object())
-                            .map(tweet_item)
-                            .ok_or_else(|| SourceError::Malformed("no `tweet` object".into()))
-                    })
-                    .await
-                }
-                Request::MicroblogProfile(r) => {
-                    let body = get(ctx, &segment(&r.handle)?).await?;
-                    let user = body
-                        .get("user")
-                        .filter(|u| u.is_object())
-                        .ok_or_else(|| SourceError::Malformed("no `user` object".into()))?;
-                    let item = user_item(user).ok_or(SourceError::NotFound)?;
-                    Ok(Page::single(item))
-                }
-                _ => Err(SourceError::unsupported(request)),
-            }
-        })
-    }
+async fn post(ctx: &Ctx<'_>, r: &Post) -> Result<Page, SourceError> {
+    lookup_each(&r.id, |id| async move {
+        let path = format!("status/{}", segment(&id)?);
+        get(ctx, &path)
+            .await?
+            .get("tweet")
+            .filter(|t| t.is_object())
+            .map(tweet_item)
+            .ok_or_else(|| SourceError::Malformed("no `tweet` object".into()))
+    })
+    .await
+}
+
+async fn profile(ctx: &Ctx<'_>, r: &Profile) -> Result<Page, SourceError> {
+    let body = get(ctx, &segment(&r.handle)?).await?;
+    let user = body
+        .get("user")
+        .filter(|u| u.is_object())
+        .ok_or_else(|| SourceError::Malformed("no `user` object".into()))?;
+    let item = user_item(user).ok_or(SourceError::NotFound)?;
+    Ok(Page::single(item))
 }
 
 /// One call; the body's `code` is read as the status when the HTTP status says less.

@@ -5,53 +5,42 @@
 
 use serde_json::Value;
 
-use super::{PLATFORM, PostParts, lookup_each, post_item, unavailable_item};
-use crate::api::{EndpointId, Request};
+use super::{PostParts, lookup_each, post_item, unavailable_item};
+use crate::api::Handlers;
+use crate::api::microblog::{self, Post};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::{Ctx, dates, json};
 
-pub struct Syndication;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "microblog.syndication",
-    platform: PLATFORM,
     default_base_url: "https://cdn.syndication.twimg.com",
-    endpoints: &[EndpointId::MicroblogPost],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::Microblog(microblog::Handlers {
+        post: Some(serve!(post)),
+        ..microblog::Handlers::NONE
+    }),
 };
 
-impl Source for Syndication {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let Request::MicroblogPost(r) = request else {
-                return Err(SourceError::unsupported(request));
-            };
-            lookup_each(&r.id, |id| async move {
-                let req = ctx.get("tweet-result").query(&[
-                    ("id", id.as_str()),
-                    ("lang", "en"),
-                    ("token", &token(&id)),
-                ]);
-                let (_, body) = ctx.send(req).await?;
-                // An unknown id is sometimes a 200 with an empty body or `{}`.
-                if body.iter().all(u8::is_ascii_whitespace) {
-                    return Err(SourceError::NotFound);
-                }
-                let v: Value = serde_json::from_slice(&body)
-                    .map_err(|e| SourceError::Malformed(format!("not JSON: {e}")))?;
-                tweet_item(&v, &id)
-            })
-            .await
-        })
-    }
+async fn post(ctx: &Ctx<'_>, r: &Post) -> Result<Page, SourceError> {
+    lookup_each(&r.id, |id| async move {
+        let req = ctx.get("tweet-result").query(&[
+            ("id", id.as_str()),
+            ("lang", "en"),
+            ("token", &token(&id)),
+        ]);
+        let (_, body) = ctx.send(req).await?;
+        // An unknown id is sometimes a 200 with an empty body or `{}`.
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Err(SourceError::NotFound);
+        }
+        let v: Value = serde_json::from_slice(&body)
+            .map_err(|e| SourceError::Malformed(format!("not JSON: {e}")))?;
+        tweet_item(&v, &id)
+    })
+    .await
 }
 
 fn tweet_item(v: &Value, asked: &str) -> Result<Item, SourceError> {

@@ -14,15 +14,14 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{PLATFORM, PostParts, ProfileParts, post_item, profile_item};
-use crate::api::microblog::SearchSort;
-use crate::api::{EndpointId, Request};
+use super::{PostParts, ProfileParts, post_item, profile_item};
+use crate::api::Handlers;
+use crate::api::microblog::{self, Post, PostComments, Profile, ProfilePosts, Search, SearchSort};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::path::{digits, segment};
 use crate::upstream::{Ctx, dates, found, json, status_error};
-
-pub struct XApi;
 
 /// Posts asked per page (the upstream allows 5-100 on timelines and 10-100 on search).
 const PAGE_SIZE: &str = "20";
@@ -31,59 +30,49 @@ const USER_FIELDS: &str = "username,name,public_metrics";
 const PROFILE_FIELDS: &str =
     "created_at,description,public_metrics,verified,protected,location,url";
 
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "microblog.x_api",
-    platform: PLATFORM,
     default_base_url: "https://api.x.com/2",
-    endpoints: &[
-        EndpointId::MicroblogSearch,
-        EndpointId::MicroblogProfile,
-        EndpointId::MicroblogProfilePosts,
-        EndpointId::MicroblogPost,
-        EndpointId::MicroblogPostComments,
-    ],
     needs_credential: true,
+    rate_limit: None,
+    handlers: Handlers::Microblog(microblog::Handlers {
+        search: Some(serve!(serve_search)),
+        post_comments: Some(serve!(post_comments)),
+        profile: Some(serve!(profile)),
+        profile_posts: Some(serve!(profile_posts)),
+        post: Some(serve!(post)),
+    }),
 };
 
-impl Source for XApi {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
+async fn serve_search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    let order = match r.sort {
+        SearchSort::Latest => "recency",
+        SearchSort::Top => "relevancy",
+    };
+    search(ctx, &r.query, order).await
+}
+
+async fn post_comments(ctx: &Ctx<'_>, r: &PostComments) -> Result<Page, SourceError> {
+    search(ctx, &format!("conversation_id:{}", r.id), "recency").await
+}
+
+async fn profile(ctx: &Ctx<'_>, r: &Profile) -> Result<Page, SourceError> {
+    let user = user_by_name(ctx, &r.handle, PROFILE_FIELDS).await?;
+    found(user_item(&user))
+}
+
+async fn profile_posts(ctx: &Ctx<'_>, r: &ProfilePosts) -> Result<Page, SourceError> {
+    user_posts(ctx, &r.handle, r.replies).await
+}
+
+async fn post(ctx: &Ctx<'_>, r: &Post) -> Result<Page, SourceError> {
+    let ids = r.id.join(",");
+    let body = get(ctx, "tweets", &tweet_query(&[("ids", &ids)])).await?;
+    let page = tweets_page(&body);
+    if page.items.is_empty() {
+        return Err(SourceError::NotFound);
     }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            match request {
-                Request::MicroblogSearch(r) => {
-                    let order = match r.sort {
-                        SearchSort::Latest => "recency",
-                        SearchSort::Top => "relevancy",
-                    };
-                    search(ctx, &r.query, order).await
-                }
-                Request::MicroblogPostComments(r) => {
-                    search(ctx, &format!("conversation_id:{}", r.id), "recency").await
-                }
-                Request::MicroblogProfile(r) => {
-                    let user = user_by_name(ctx, &r.handle, PROFILE_FIELDS).await?;
-                    found(user_item(&user))
-                }
-                Request::MicroblogProfilePosts(r) => user_posts(ctx, &r.handle, r.replies).await,
-                Request::MicroblogPost(r) => {
-                    let ids = r.id.join(",");
-                    let body = get(ctx, "tweets", &tweet_query(&[("ids", &ids)])).await?;
-                    let page = tweets_page(&body);
-                    if page.items.is_empty() {
-                        return Err(SourceError::NotFound);
-                    }
-                    Ok(page)
-                }
-                _ => Err(SourceError::unsupported(request)),
-            }
-        })
-    }
+    Ok(page)
 }
 
 /// The fields and expansions every post request asks for, plus `extra`.

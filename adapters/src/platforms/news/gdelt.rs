@@ -6,12 +6,12 @@
 use serde_json::Value;
 
 use super::{PLATFORM, language_prefix};
-use crate::api::{EndpointId, Request};
+use crate::api::Handlers;
+use crate::api::news::{self, Search};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::{Ctx, dates, html, json};
-
-pub struct Gdelt;
 
 /// GDELT's names of the languages it translates, by ISO 639-1 code.
 const LANGUAGES: &[(&str, &str)] = &[
@@ -34,63 +34,51 @@ const LANGUAGES: &[(&str, &str)] = &[
     ("zh", "chinese"),
 ];
 
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "news.gdelt",
-    platform: PLATFORM,
     default_base_url: "https://api.gdeltproject.org",
-    endpoints: &[EndpointId::NewsSearch],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::News(news::Handlers {
+        search: Some(serve!(search)),
+    }),
 };
 
-impl Source for Gdelt {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
+async fn search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    let lang = language_prefix(&r.lang);
+    let query = match LANGUAGES.iter().find(|(code, _)| *code == lang) {
+        Some((_, name)) => format!("{} sourcelang:{name}", r.query),
+        None => r.query.clone(),
+    };
+    let req = ctx.get("api/v2/doc/doc").query(&[
+        ("query", query.as_str()),
+        ("mode", "artlist"),
+        ("format", "json"),
+        ("maxrecords", &r.limit.to_string()),
+        ("sort", "hybridrel"),
+    ]);
+    // GDELT answers refusals (a too short or malformed query) with a plain-text 200.
+    let body = ctx.text(req).await?;
+    let body: Value = serde_json::from_str(body.trim()).map_err(|_| {
+        SourceError::Malformed(format!(
+            "not JSON: {}",
+            body.chars().take(120).collect::<String>()
+        ))
+    })?;
+    if !body.is_object() {
+        return Err(SourceError::Malformed("expected a JSON object".into()));
     }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let Request::NewsSearch(r) = request else {
-                return Err(SourceError::unsupported(request));
-            };
-            let lang = language_prefix(&r.lang);
-            let query = match LANGUAGES.iter().find(|(code, _)| *code == lang) {
-                Some((_, name)) => format!("{} sourcelang:{name}", r.query),
-                None => r.query.clone(),
-            };
-            let req = ctx.get("api/v2/doc/doc").query(&[
-                ("query", query.as_str()),
-                ("mode", "artlist"),
-                ("format", "json"),
-                ("maxrecords", &r.limit.to_string()),
-                ("sort", "hybridrel"),
-            ]);
-            // GDELT answers refusals (a too short or malformed query) with a plain-text 200.
-            let body = ctx.text(req).await?;
-            let body: Value = serde_json::from_str(body.trim()).map_err(|_| {
-                SourceError::Malformed(format!(
-                    "not JSON: {}",
-                    body.chars().take(120).collect::<String>()
-                ))
-            })?;
-            if !body.is_object() {
-                return Err(SourceError::Malformed("expected a JSON object".into()));
-            }
-            // No match is an empty object, without `articles`.
-            let mut items: Vec<Item> = json::array(&body, "articles")
-                .iter()
-                .filter_map(article_item)
-                .collect();
-            items.truncate(r.limit as usize);
-            Ok(Page {
-                items,
-                total: None,
-                next_cursor: None,
-            })
-        })
-    }
+    // No match is an empty object, without `articles`.
+    let mut items: Vec<Item> = json::array(&body, "articles")
+        .iter()
+        .filter_map(article_item)
+        .collect();
+    items.truncate(r.limit as usize);
+    Ok(Page {
+        items,
+        total: None,
+        next_cursor: None,
+    })
 }
 
 /// GDELT titles sometimes carry a space before punctuation (`Hello , world !`).

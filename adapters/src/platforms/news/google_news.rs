@@ -3,58 +3,46 @@
 //! Links are the aggregator's redirect URLs; the publisher's site is in `extra.source_url`.
 
 use super::{PLATFORM, language_prefix, strip_publisher};
-use crate::api::{EndpointId, Request};
+use crate::api::Handlers;
+use crate::api::news::{self, Search};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::feed::{self, FeedEntry};
 use crate::upstream::{Ctx, encoding, html};
 
-pub struct GoogleNews;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "news.google_news",
-    platform: PLATFORM,
     default_base_url: "https://news.google.com",
-    endpoints: &[EndpointId::NewsSearch],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::News(news::Handlers {
+        search: Some(serve!(search)),
+    }),
 };
 
-impl Source for GoogleNews {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let Request::NewsSearch(r) = request else {
-                return Err(SourceError::unsupported(request));
-            };
-            let country = r.country.to_ascii_uppercase();
-            let ceid = format!("{country}:{}", language_prefix(&r.lang));
-            let req = ctx.get("rss/search").query(&[
-                ("q", r.query.as_str()),
-                ("hl", r.lang.as_str()),
-                ("gl", country.as_str()),
-                ("ceid", ceid.as_str()),
-            ]);
-            let body = ctx.text(req).await?;
-            let entries = feed::parse(&body).map_err(SourceError::Malformed)?;
-            let total = entries.len() as u64;
-            let items = entries
-                .iter()
-                .filter_map(entry_item)
-                .take(r.limit as usize)
-                .collect();
-            Ok(Page {
-                items,
-                total: Some(total),
-                next_cursor: None,
-            })
-        })
-    }
+async fn search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    let country = r.country.to_ascii_uppercase();
+    let ceid = format!("{country}:{}", language_prefix(&r.lang));
+    let req = ctx.get("rss/search").query(&[
+        ("q", r.query.as_str()),
+        ("hl", r.lang.as_str()),
+        ("gl", country.as_str()),
+        ("ceid", ceid.as_str()),
+    ]);
+    let body = ctx.text(req).await?;
+    let entries = feed::parse(&body).map_err(SourceError::Malformed)?;
+    let total = entries.len() as u64;
+    let items = entries
+        .iter()
+        .filter_map(entry_item)
+        .take(r.limit as usize)
+        .collect();
+    Ok(Page {
+        items,
+        total: Some(total),
+        next_cursor: None,
+    })
 }
 
 fn entry_item(e: &FeedEntry) -> Option<Item> {

@@ -4,97 +4,80 @@
 use serde_json::Value;
 
 use super::{PLATFORM, item_url, profile_item, thread_node};
-use crate::api::techforum::{SearchSort, SearchType};
-use crate::api::{EndpointId, Request};
+use crate::api::Handlers;
+use crate::api::techforum::{self, Profile, Search, SearchSort, SearchType, Story, StoryComments};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::path::segment;
 use crate::upstream::{Ctx, dates, html, json};
 
-pub struct Algolia;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "techforum.algolia",
-    platform: PLATFORM,
     default_base_url: "https://hn.algolia.com/api/v1",
-    endpoints: &[
-        EndpointId::TechforumSearch,
-        EndpointId::TechforumStory,
-        EndpointId::TechforumStoryComments,
-        EndpointId::TechforumProfile,
-    ],
     needs_credential: false,
+    // The published courtesy limit is 10,000 requests an hour per IP.
+    rate_limit: Some((10_000.0 / 3600.0, 100)),
+    handlers: Handlers::Techforum(techforum::Handlers {
+        search: Some(serve!(search)),
+        story: Some(serve!(story)),
+        story_comments: Some(serve!(story_comments)),
+        profile: Some(serve!(profile)),
+    }),
 };
 
-impl Source for Algolia {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
+async fn search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    let path = match r.sort {
+        SearchSort::Relevance => "search",
+        SearchSort::New => "search_by_date",
+    };
+    let tags = match r.r#type {
+        SearchType::Story => "story",
+        SearchType::Comment => "comment",
+    };
+    let page = ctx.cursor.and_then(|c| c.parse::<u64>().ok()).unwrap_or(0);
+    let req = ctx.get(path).query(&[
+        ("query", r.query.as_str()),
+        ("tags", tags),
+        ("hitsPerPage", &r.limit.to_string()),
+        ("page", &page.to_string()),
+    ]);
+    let body = ctx.json(req).await?;
+    search_page(&body, page)
+}
+
+async fn story(ctx: &Ctx<'_>, r: &Story) -> Result<Page, SourceError> {
+    let body = ctx
+        .json(ctx.get(&format!("items/{}", segment(&r.id)?)))
+        .await?;
+    let item = thread_item(&body, None, 0).ok_or(SourceError::NotFound)?;
+    Ok(Page::single(item))
+}
+
+async fn story_comments(ctx: &Ctx<'_>, r: &StoryComments) -> Result<Page, SourceError> {
+    let body = ctx
+        .json(ctx.get(&format!("items/{}", segment(&r.id)?)))
+        .await?;
+    if body.get("id").is_none() {
+        return Err(SourceError::Malformed("the thread has no id".into()));
     }
-    /// The published courtesy limit is 10,000 requests an hour per IP.
-    fn rate_limit(&self) -> Option<(f64, u32)> {
-        Some((10_000.0 / 3600.0, 100))
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            match request {
-                Request::TechforumSearch(r) => {
-                    let path = match r.sort {
-                        SearchSort::Relevance => "search",
-                        SearchSort::New => "search_by_date",
-                    };
-                    let tags = match r.r#type {
-                        SearchType::Story => "story",
-                        SearchType::Comment => "comment",
-                    };
-                    let page = ctx.cursor.and_then(|c| c.parse::<u64>().ok()).unwrap_or(0);
-                    let req = ctx.get(path).query(&[
-                        ("query", r.query.as_str()),
-                        ("tags", tags),
-                        ("hitsPerPage", &r.limit.to_string()),
-                        ("page", &page.to_string()),
-                    ]);
-                    let body = ctx.json(req).await?;
-                    search_page(&body, page)
-                }
-                Request::TechforumStory(r) => {
-                    let body = ctx
-                        .json(ctx.get(&format!("items/{}", segment(&r.id)?)))
-                        .await?;
-                    let item = thread_item(&body, None, 0).ok_or(SourceError::NotFound)?;
-                    Ok(Page::single(item))
-                }
-                Request::TechforumStoryComments(r) => {
-                    let body = ctx
-                        .json(ctx.get(&format!("items/{}", segment(&r.id)?)))
-                        .await?;
-                    if body.get("id").is_none() {
-                        return Err(SourceError::Malformed("the thread has no id".into()));
-                    }
-                    let mut items = Vec::new();
-                    flatten_comments(&body, 0, &mut items);
-                    let total = items.len() as u64;
-                    items.truncate(r.limit as usize);
-                    Ok(Page {
-                        total: Some(total),
-                        items,
-                        next_cursor: None,
-                    })
-                }
-                Request::TechforumProfile(r) => {
-                    let body = ctx
-                        .json(ctx.get(&format!("users/{}", segment(&r.handle)?)))
-                        .await?;
-                    let name = json::string(&body, "username").ok_or(SourceError::NotFound)?;
-                    Ok(Page::single(profile_item(name, &body, created_at(&body))))
-                }
-                _ => Err(SourceError::unsupported(request)),
-            }
-        })
-    }
+    let mut items = Vec::new();
+    flatten_comments(&body, 0, &mut items);
+    let total = items.len() as u64;
+    items.truncate(r.limit as usize);
+    Ok(Page {
+        total: Some(total),
+        items,
+        next_cursor: None,
+    })
+}
+
+async fn profile(ctx: &Ctx<'_>, r: &Profile) -> Result<Page, SourceError> {
+    let body = ctx
+        .json(ctx.get(&format!("users/{}", segment(&r.handle)?)))
+        .await?;
+    let name = json::string(&body, "username").ok_or(SourceError::NotFound)?;
+    Ok(Page::single(profile_item(name, &body, created_at(&body))))
 }
 
 fn search_page(body: &Value, page: u64) -> Result<Page, SourceError> {

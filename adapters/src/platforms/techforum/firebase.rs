@@ -4,76 +4,63 @@
 
 use serde_json::Value;
 
-use super::{PLATFORM, profile_item, thread_node};
-use crate::api::{EndpointId, Request};
+use super::{profile_item, thread_node};
+use crate::api::Handlers;
+use crate::api::techforum::{self, Profile, Story, StoryComments};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{BoxFuture, Source, SourceError};
 use crate::upstream::path::segment;
 use crate::upstream::{Ctx, bounded, dates, json};
 
 /// Comment requests in flight at once while walking a thread.
 const FAN_OUT: usize = 8;
 
-pub struct Firebase;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "techforum.firebase",
-    platform: PLATFORM,
     default_base_url: "https://hacker-news.firebaseio.com/v0",
-    endpoints: &[
-        EndpointId::TechforumStory,
-        EndpointId::TechforumStoryComments,
-        EndpointId::TechforumProfile,
-    ],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::Techforum(techforum::Handlers {
+        story: Some(serve!(story)),
+        story_comments: Some(serve!(story_comments)),
+        profile: Some(serve!(profile)),
+        ..techforum::Handlers::NONE
+    }),
 };
 
-impl Source for Firebase {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            match request {
-                Request::TechforumStory(r) => {
-                    let node = get_item(ctx, &r.id).await?.ok_or(SourceError::NotFound)?;
-                    let item = node_item(&node, 0)
-                        .ok_or_else(|| SourceError::Malformed("the item has no id".into()))?;
-                    Ok(Page::single(item))
-                }
-                Request::TechforumStoryComments(r) => {
-                    let story = get_item(ctx, &r.id).await?.ok_or(SourceError::NotFound)?;
-                    let limit = r.limit as usize;
-                    let mut items = Vec::new();
-                    walk(ctx, &r.id, kids(&story), 0, limit, &mut items).await?;
-                    let total = json::int(&story, "descendants")
-                        .map(|n| n.max(0) as u64)
-                        .unwrap_or(items.len() as u64)
-                        .max(items.len() as u64);
-                    Ok(Page {
-                        total: Some(total),
-                        items,
-                        next_cursor: None,
-                    })
-                }
-                Request::TechforumProfile(r) => {
-                    let body = ctx
-                        .json(ctx.get(&format!("user/{}.json", segment(&r.handle)?)))
-                        .await?;
-                    let name = json::string(&body, "id").ok_or(SourceError::NotFound)?;
-                    let created_at = body.get("created").and_then(dates::normalize);
-                    let mut item = profile_item(name, &body, created_at);
-                    item.extra("submitted_count", json::array(&body, "submitted").len());
-                    Ok(Page::single(item))
-                }
-                _ => Err(SourceError::unsupported(request)),
-            }
-        })
-    }
+async fn story(ctx: &Ctx<'_>, r: &Story) -> Result<Page, SourceError> {
+    let node = get_item(ctx, &r.id).await?.ok_or(SourceError::NotFound)?;
+    let item =
+        node_item(&node, 0).ok_or_else(|| SourceError::Malformed("the item has no id".into()))?;
+    Ok(Page::single(item))
+}
+
+async fn story_comments(ctx: &Ctx<'_>, r: &StoryComments) -> Result<Page, SourceError> {
+    let story = get_item(ctx, &r.id).await?.ok_or(SourceError::NotFound)?;
+    let limit = r.limit as usize;
+    let mut items = Vec::new();
+    walk(ctx, &r.id, kids(&story), 0, limit, &mut items).await?;
+    let total = json::int(&story, "descendants")
+        .map(|n| n.max(0) as u64)
+        .unwrap_or(items.len() as u64)
+        .max(items.len() as u64);
+    Ok(Page {
+        total: Some(total),
+        items,
+        next_cursor: None,
+    })
+}
+
+async fn profile(ctx: &Ctx<'_>, r: &Profile) -> Result<Page, SourceError> {
+    let body = ctx
+        .json(ctx.get(&format!("user/{}.json", segment(&r.handle)?)))
+        .await?;
+    let name = json::string(&body, "id").ok_or(SourceError::NotFound)?;
+    let created_at = body.get("created").and_then(dates::normalize);
+    let mut item = profile_item(name, &body, created_at);
+    item.extra("submitted_count", json::array(&body, "submitted").len());
+    Ok(Page::single(item))
 }
 
 /// One item, or `None` when the API answers `null` (no such item).

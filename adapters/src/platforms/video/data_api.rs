@@ -11,54 +11,56 @@
 use serde_json::Value;
 
 use super::{PLATFORM, channel_url, set_channel, video_item, watch_url};
-use crate::api::{EndpointId, Request};
+use crate::api::Handlers;
+use crate::api::video::{self, Channel, ChannelVideos, Search, Video, VideoComments};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::{Ctx, dates, found, html, json, redact, status_error};
-
-pub struct DataApi;
 
 /// The largest page the upstream gives for search, playlists and `videos.list` ids.
 const PAGE_MAX: u32 = 50;
 
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "video.data_api",
-    platform: PLATFORM,
     default_base_url: "https://www.googleapis.com/youtube/v3",
-    endpoints: &[
-        EndpointId::VideoSearch,
-        EndpointId::VideoVideo,
-        EndpointId::VideoChannel,
-        EndpointId::VideoChannelVideos,
-        EndpointId::VideoVideoComments,
-    ],
     needs_credential: true,
+    rate_limit: None,
+    handlers: Handlers::Video(video::Handlers {
+        search: Some(serve!(serve_search)),
+        video: Some(serve!(serve_video)),
+        channel: Some(serve!(serve_channel)),
+        channel_videos: Some(serve!(serve_channel_videos)),
+        video_comments: Some(serve!(serve_video_comments)),
+        // No source reads transcripts yet: the endpoint answers 501 NOT_CONFIGURED.
+        ..video::Handlers::NONE
+    }),
 };
 
-impl Source for DataApi {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let result = match request {
-                Request::VideoSearch(r) => search(ctx, &r.query, r.limit).await,
-                Request::VideoVideo(r) => {
-                    let items = videos(ctx, std::slice::from_ref(&r.id)).await?;
-                    found(items.into_iter().next())
-                }
-                Request::VideoChannel(r) => channel(ctx, &r.id).await,
-                Request::VideoChannelVideos(r) => uploads(ctx, &r.id).await,
-                Request::VideoVideoComments(r) => comments(ctx, &r.id).await,
-                _ => Err(SourceError::unsupported(request)),
-            };
-            result.map_err(|e| redact(e, ctx.credential))
-        })
-    }
+// Each handler scrubs the key from its error texts (the upstream may echo the request URL).
+async fn serve_search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    scrubbed(ctx, search(ctx, &r.query, r.limit).await)
+}
+
+async fn serve_video(ctx: &Ctx<'_>, r: &Video) -> Result<Page, SourceError> {
+    let items = videos(ctx, std::slice::from_ref(&r.id)).await;
+    scrubbed(ctx, items.and_then(|items| found(items.into_iter().next())))
+}
+
+async fn serve_channel(ctx: &Ctx<'_>, r: &Channel) -> Result<Page, SourceError> {
+    scrubbed(ctx, channel(ctx, &r.id).await)
+}
+
+async fn serve_channel_videos(ctx: &Ctx<'_>, r: &ChannelVideos) -> Result<Page, SourceError> {
+    scrubbed(ctx, uploads(ctx, &r.id).await)
+}
+
+async fn serve_video_comments(ctx: &Ctx<'_>, r: &VideoComments) -> Result<Page, SourceError> {
+    scrubbed(ctx, comments(ctx, &r.id).await)
+}
+
+fn scrubbed(ctx: &Ctx<'_>, result: Result<Page, SourceError>) -> Result<Page, SourceError> {
+    result.map_err(|e| redact(e, ctx.credential))
 }
 
 /// One call: the key goes in the query string; the upstream's error reasons are read.

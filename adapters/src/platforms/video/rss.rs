@@ -4,48 +4,37 @@
 //! the shared feed parser. The fallback after the Data API for channel uploads, and the only source
 //! of them on a deployment without a key.
 
-use super::{PLATFORM, set_channel, video_item};
-use crate::api::{EndpointId, Request};
+use super::{set_channel, video_item};
+use crate::api::Handlers;
+use crate::api::video::{self, ChannelVideos};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::Ctx;
 use crate::upstream::feed::{self, FeedEntry};
 
-pub struct Rss;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "video.rss",
-    platform: PLATFORM,
     default_base_url: "https://www.youtube.com",
-    endpoints: &[EndpointId::VideoChannelVideos],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::Video(video::Handlers {
+        channel_videos: Some(serve!(channel_videos)),
+        ..video::Handlers::NONE
+    }),
 };
 
-impl Source for Rss {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
-    }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let Request::VideoChannelVideos(r) = request else {
-                return Err(SourceError::unsupported(request));
-            };
-            let req = ctx
-                .get("feeds/videos.xml")
-                .query(&[("channel_id", r.id.as_str())]);
-            let body = ctx.text(req).await?;
-            let entries = feed::parse(&body).map_err(SourceError::Malformed)?;
-            Ok(Page {
-                items: entries.iter().filter_map(entry_item).collect(),
-                total: None,
-                next_cursor: None,
-            })
-        })
-    }
+async fn channel_videos(ctx: &Ctx<'_>, r: &ChannelVideos) -> Result<Page, SourceError> {
+    let req = ctx
+        .get("feeds/videos.xml")
+        .query(&[("channel_id", r.id.as_str())]);
+    let body = ctx.text(req).await?;
+    let entries = feed::parse(&body).map_err(SourceError::Malformed)?;
+    Ok(Page {
+        items: entries.iter().filter_map(entry_item).collect(),
+        total: None,
+        next_cursor: None,
+    })
 }
 
 fn entry_item(e: &FeedEntry) -> Option<Item> {

@@ -5,73 +5,60 @@
 
 use serde_json::Value;
 
-use super::{Hit, PLATFORM, hit_item};
-use crate::api::web::SearchTopic;
-use crate::api::{EndpointId, Request};
+use super::{Hit, hit_item};
+use crate::api::Handlers;
+use crate::api::web::{self, Search, SearchTopic};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::{Ctx, json};
 
-pub struct Brave;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "web.brave",
-    platform: PLATFORM,
     default_base_url: "https://api.search.brave.com/res/v1",
-    endpoints: &[EndpointId::WebSearch],
     needs_credential: true,
+    rate_limit: None,
+    handlers: Handlers::Web(web::Handlers {
+        search: Some(serve!(search)),
+    }),
 };
 
-impl Source for Brave {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
+async fn search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    let path = match r.topic {
+        SearchTopic::General => "web/search",
+        SearchTopic::News => "news/search",
+    };
+    let mut req = ctx
+        .get(path)
+        .query(&[
+            ("q", r.query.as_str()),
+            ("count", &r.limit.min(20).to_string()),
+            ("text_decorations", "false"),
+        ])
+        .header("Accept", "application/json");
+    if let Some(token) = ctx.credential {
+        req = req.header("X-Subscription-Token", token);
     }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let Request::WebSearch(r) = request else {
-                return Err(SourceError::unsupported(request));
-            };
-            let path = match r.topic {
-                SearchTopic::General => "web/search",
-                SearchTopic::News => "news/search",
-            };
-            let mut req = ctx
-                .get(path)
-                .query(&[
-                    ("q", r.query.as_str()),
-                    ("count", &r.limit.min(20).to_string()),
-                    ("text_decorations", "false"),
-                ])
-                .header("Accept", "application/json");
-            if let Some(token) = ctx.credential {
-                req = req.header("X-Subscription-Token", token);
-            }
-            let body = ctx.json(req).await?;
-            // Web results sit under `web.results` (absent when nothing matched); news under `results`.
-            let results = match r.topic {
-                SearchTopic::General => body.get("web").map(|w| json::array(w, "results")),
-                SearchTopic::News => Some(json::array(&body, "results")),
-            };
-            if !body.is_object() || json::str(&body, "type").is_none() {
-                return Err(SourceError::Malformed("not a search answer".into()));
-            }
-            let items: Vec<Item> = results
-                .unwrap_or(&[])
-                .iter()
-                .filter_map(|v| result_item(v, r.topic))
-                .take(r.limit as usize)
-                .collect();
-            Ok(Page {
-                items,
-                total: None,
-                next_cursor: None,
-            })
-        })
+    let body = ctx.json(req).await?;
+    // Web results sit under `web.results` (absent when nothing matched); news under `results`.
+    let results = match r.topic {
+        SearchTopic::General => body.get("web").map(|w| json::array(w, "results")),
+        SearchTopic::News => Some(json::array(&body, "results")),
+    };
+    if !body.is_object() || json::str(&body, "type").is_none() {
+        return Err(SourceError::Malformed("not a search answer".into()));
     }
+    let items: Vec<Item> = results
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(|v| result_item(v, r.topic))
+        .take(r.limit as usize)
+        .collect();
+    Ok(Page {
+        items,
+        total: None,
+        next_cursor: None,
+    })
 }
 
 fn result_item(v: &Value, topic: SearchTopic) -> Option<Item> {

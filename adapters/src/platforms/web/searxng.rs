@@ -5,63 +5,50 @@
 
 use serde_json::Value;
 
-use super::{Hit, PLATFORM, hit_item};
-use crate::api::web::SearchTopic;
-use crate::api::{EndpointId, Request};
+use super::{Hit, hit_item};
+use crate::api::Handlers;
+use crate::api::web::{self, Search, SearchTopic};
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, Source, SourceError, SourceMeta};
+use crate::sources::slot::serve;
+use crate::sources::{Source, SourceError};
 use crate::upstream::{Ctx, json};
 
-pub struct Searxng;
-
-const META: SourceMeta = SourceMeta {
+pub static SOURCE: Source = Source {
     id: "web.searxng",
-    platform: PLATFORM,
     // Empty: usable only once the operator points it at an instance.
     default_base_url: "",
-    endpoints: &[EndpointId::WebSearch],
     needs_credential: false,
+    rate_limit: None,
+    handlers: Handlers::Web(web::Handlers {
+        search: Some(serve!(search)),
+    }),
 };
 
-impl Source for Searxng {
-    fn meta(&self) -> &'static SourceMeta {
-        &META
+async fn search(ctx: &Ctx<'_>, r: &Search) -> Result<Page, SourceError> {
+    let category = match r.topic {
+        SearchTopic::General => "general",
+        SearchTopic::News => "news",
+    };
+    let req = ctx.get("search").query(&[
+        ("q", r.query.as_str()),
+        ("format", "json"),
+        ("categories", category),
+        ("pageno", "1"),
+    ]);
+    let body = ctx.json(req).await?;
+    if body.get("results").is_none_or(|r| !r.is_array()) {
+        return Err(SourceError::Malformed("no `results` array".into()));
     }
-    fn fetch<'a>(
-        &'a self,
-        ctx: &'a Ctx<'a>,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<Page, SourceError>> {
-        Box::pin(async move {
-            let Request::WebSearch(r) = request else {
-                return Err(SourceError::unsupported(request));
-            };
-            let category = match r.topic {
-                SearchTopic::General => "general",
-                SearchTopic::News => "news",
-            };
-            let req = ctx.get("search").query(&[
-                ("q", r.query.as_str()),
-                ("format", "json"),
-                ("categories", category),
-                ("pageno", "1"),
-            ]);
-            let body = ctx.json(req).await?;
-            if body.get("results").is_none_or(|r| !r.is_array()) {
-                return Err(SourceError::Malformed("no `results` array".into()));
-            }
-            let items: Vec<Item> = json::array(&body, "results")
-                .iter()
-                .filter_map(|v| result_item(v, r.topic))
-                .take(r.limit as usize)
-                .collect();
-            Ok(Page {
-                items,
-                total: None,
-                next_cursor: None,
-            })
-        })
-    }
+    let items: Vec<Item> = json::array(&body, "results")
+        .iter()
+        .filter_map(|v| result_item(v, r.topic))
+        .take(r.limit as usize)
+        .collect();
+    Ok(Page {
+        items,
+        total: None,
+        next_cursor: None,
+    })
 }
 
 fn result_item(v: &Value, topic: SearchTopic) -> Option<Item> {
