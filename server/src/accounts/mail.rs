@@ -88,17 +88,64 @@ impl Mailer {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     let _ = std::fs::create_dir_all(dir);
                 }
+                // One message, one `write` of a whole line: `writeln!` would write the line and
+                // its newline separately, and concurrent sign-ins would interleave their lines.
+                let mut text = line.to_string();
+                text.push('\n');
+                static OUTBOX: std::sync::Mutex<()> = std::sync::Mutex::new(());
+                let _one_at_a_time = OUTBOX.lock().unwrap_or_else(|p| p.into_inner());
                 let mut f = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(path)
                     .map_err(|e| format!("outbox {}: {e}", path.display()))?;
-                writeln!(f, "{line}").map_err(|e| format!("outbox {}: {e}", path.display()))?;
+                f.write_all(text.as_bytes())
+                    .map_err(|e| format!("outbox {}: {e}", path.display()))?;
                 tracing::warn!(
                     "DEVELOPMENT OUTBOX (no SMTP configured): sign-in code for {to} is {code}"
                 );
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Concurrent sign-ins each leave one whole line in the development outbox.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_messages_never_share_a_line() {
+        let dir = std::env::temp_dir().join(format!("socialsearch-outbox-{}", std::process::id()));
+        let path = dir.join("outbox.log");
+        let _ = std::fs::remove_file(&path);
+        let mailer = std::sync::Arc::new(Mailer::Outbox(path.clone()));
+        let sends: Vec<_> = (0..64)
+            .map(|i| {
+                let mailer = mailer.clone();
+                tokio::spawn(async move {
+                    mailer
+                        .send_code(&format!("u{i}@example.com"), "123456", 600)
+                        .await
+                })
+            })
+            .collect();
+        for send in sends {
+            send.await.expect("task").expect("sent");
+        }
+        let text = std::fs::read_to_string(&path).expect("outbox written");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 64);
+        for line in lines {
+            let message: serde_json::Value =
+                serde_json::from_str(line).expect("one message a line");
+            assert!(
+                message["to"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with("@example.com"))
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
