@@ -110,3 +110,98 @@ fn fragment_text_and_page_text_agree() {
         "Café crème\nStraße"
     );
 }
+
+mod feeds {
+    use adapters::upstream::feed::{FeedEntry, parse};
+    use adapters::upstream::html::to_text;
+
+    const RSS_091: &str = include_str!("../../tests/fixtures/feeds/rss091.xml");
+    const RSS_10: &str = include_str!("../../tests/fixtures/feeds/rss10.rdf");
+    const JSON_FEED: &str = include_str!("../../tests/fixtures/feeds/jsonfeed.json");
+
+    #[test]
+    fn rss_091_with_html_entities_of_its_dtd() {
+        let entries = parse(RSS_091).unwrap();
+        assert_eq!(entries.len(), 2);
+        let e = &entries[0];
+        // RSS 0.91's DTD declares the HTML entities; they arrive decoded.
+        assert_eq!(e.title.as_deref(), Some("L’été à Montréal & Québec"));
+        assert_eq!(
+            e.link.as_deref(),
+            Some("https://journal.example.fr/ete?id=1&src=rss")
+        );
+        assert_eq!(
+            e.summary.as_deref(),
+            Some("Chaleur record – 35°C «\u{a0}du jamais vu\u{a0}».")
+        );
+        assert_eq!(e.published, None);
+        assert_eq!(entries[1].title.as_deref(), Some("München: Straßenbahn"));
+        // A Nepal offset (+05:45) on a leap day.
+        assert_eq!(
+            entries[1].published.as_deref(),
+            Some("2024-02-29T12:00:00Z")
+        );
+    }
+
+    #[test]
+    fn rss_10_rdf() {
+        let entries = parse(RSS_10).unwrap();
+        assert_eq!(entries.len(), 2, "the channel is not an entry");
+        let e = &entries[0];
+        assert_eq!(e.title.as_deref(), Some("Łódź: nowy żółw w zoo"));
+        assert_eq!(e.guid.as_deref(), Some("https://wiadomosci.example.pl/a/1"));
+        assert_eq!(e.link.as_deref(), Some("https://wiadomosci.example.pl/a/1"));
+        assert_eq!(e.author.as_deref(), Some("Zofia Żak"));
+        assert_eq!(e.categories, ["zoo"]);
+        // -03:30 past 23:30 on 29 February is 1 March in UTC.
+        assert_eq!(e.published.as_deref(), Some("2024-03-01T03:00:00Z"));
+        assert_eq!(
+            to_text(e.summary.as_deref().unwrap()),
+            "Zoo w Łodzi & okolice"
+        );
+        let g = &entries[1];
+        assert_eq!(g.title.as_deref(), Some("Κατάσταση στην Αθήνα"));
+        assert_eq!(g.published.as_deref(), Some("2024-03-01T06:00:00Z"));
+        assert_eq!(to_text(g.summary.as_deref().unwrap()), "Η Αθήνα σήμερα");
+    }
+
+    #[test]
+    fn json_feed_11_and_10() {
+        let entries = parse(JSON_FEED).unwrap();
+        assert_eq!(entries.len(), 3);
+        assert_eq!(
+            entries[0],
+            FeedEntry {
+                title: Some("¿Mañana? ¡Sí!".into()),
+                link: Some("https://ana.example.es/2024/manana".into()),
+                guid: Some("https://ana.example.es/2024/manana".into()),
+                published: Some("2024-02-29T15:00:00Z".into()),
+                summary: Some("Un resumen".into()),
+                author: Some("Ana Núñez".into()),
+                categories: vec!["vida".into(), "español".into()],
+                ..FeedEntry::default()
+            }
+        );
+        // JSON Feed 1.0: a numeric id, a single `author`, only `external_url`, only a modified
+        // date (written in RFC 2822 by a sloppy generator).
+        let e = &entries[1];
+        assert_eq!(e.guid.as_deref(), Some("2"));
+        assert_eq!(e.link.as_deref(), Some("https://elsewhere.example.com/x"));
+        assert_eq!(e.author.as_deref(), Some("Ana (JSON Feed 1.0)"));
+        assert_eq!(e.summary.as_deref(), Some("Solo texto"));
+        assert_eq!(e.published.as_deref(), Some("2024-03-01T10:00:00Z"));
+        // A date that is no date is left out, not guessed.
+        assert_eq!(entries[2].published, None);
+    }
+
+    #[test]
+    fn json_that_is_not_a_feed_is_refused() {
+        assert!(parse(r#"{"version": "1", "items": []}"#).is_err());
+        assert!(parse(r#"{"version": "https://jsonfeed.org/version/1.1"}"#).is_err());
+        assert!(parse(r#"{"version": "https://jsonfeed.org/version/1.1", "items": [}"#).is_err());
+        assert_eq!(
+            parse("\u{feff} {\"version\": \"https://jsonfeed.org/version/1\", \"items\": []}"),
+            Ok(vec![])
+        );
+    }
+}
