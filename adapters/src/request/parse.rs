@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use chrono::{DateTime, Datelike, Days, Months, NaiveDate, TimeDelta, Utc};
+
 /// `r/rust`, `/r/rust` -> `rust`; `u/spez` -> `spez`.
 pub fn strip_slash_prefix(v: &str) -> Result<String, String> {
     Ok(v.rsplit('/').next().unwrap_or(v).to_string())
@@ -121,19 +123,6 @@ pub enum SpanUnit {
     Year,
 }
 
-impl SpanUnit {
-    /// Seconds in one unit; a month is 30 days and a year 365, as spans are approximate by nature.
-    pub fn seconds(self) -> i64 {
-        match self {
-            SpanUnit::Hour => 3_600,
-            SpanUnit::Day => 86_400,
-            SpanUnit::Week => 7 * 86_400,
-            SpanUnit::Month => 30 * 86_400,
-            SpanUnit::Year => 365 * 86_400,
-        }
-    }
-}
-
 /// A date bound (`after`, `before`): a calendar day in UTC, or a span back from now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DateBound {
@@ -151,55 +140,52 @@ impl Default for DateBound {
 }
 
 impl DateBound {
-    /// The bound as unix seconds: midnight UTC of the day, or `now` minus the span.
+    /// The bound as unix seconds: midnight UTC of the day, or `now` minus the span. Months and
+    /// years are calendar months and years (`1mo` back from 31 March is 28 or 29 February, `1y`
+    /// back from 29 February 2028 is 28 February 2027); hours, days and weeks are exact lengths.
     pub fn to_unix(self, now: i64) -> i64 {
         match self {
-            DateBound::Day { year, month, day } => days_from_civil(year, month, day) * 86_400,
-            DateBound::Ago { amount, unit } => now - i64::from(amount) * unit.seconds(),
+            DateBound::Day { year, month, day } => NaiveDate::from_ymd_opt(year, month, day)
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .map(|t| t.and_utc().timestamp())
+                // `date_bound` builds only real days; another value is no bound at all.
+                .unwrap_or(i64::MIN),
+            DateBound::Ago { amount, unit } => {
+                let Some(now) = DateTime::<Utc>::from_timestamp(now, 0) else {
+                    return now;
+                };
+                let back = match unit {
+                    SpanUnit::Hour => now.checked_sub_signed(TimeDelta::hours(amount.into())),
+                    SpanUnit::Day => now.checked_sub_days(Days::new(amount.into())),
+                    SpanUnit::Week => now.checked_sub_days(Days::new(u64::from(amount) * 7)),
+                    SpanUnit::Month => now.checked_sub_months(Months::new(amount)),
+                    SpanUnit::Year => amount
+                        .checked_mul(12)
+                        .and_then(|m| now.checked_sub_months(Months::new(m))),
+                };
+                // Past chrono's range (about 262,000 years back) every date is after the bound.
+                back.map_or(i64::MIN, |t| t.timestamp())
+            }
         }
     }
-}
-
-fn is_leap(y: i32) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-fn days_in_month(y: i32, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if is_leap(y) => 29,
-        2 => 28,
-        _ => 0,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-pub fn days_from_civil(y: i32, m: u32, d: u32) -> i64 {
-    let y = i64::from(if m <= 2 { y - 1 } else { y });
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// `YYYY-MM-DD` (a real day, 1970 or later) or `<n><unit>` with unit h, d, w, mo, y or their words.
 pub fn date_bound(v: &str) -> Result<DateBound, String> {
     if v.len() == 10 && v.as_bytes()[4] == b'-' && v.as_bytes()[7] == b'-' {
-        let num = |r: std::ops::Range<usize>| v.get(r).and_then(|s| s.parse::<u32>().ok());
-        let (Some(year), Some(month), Some(day)) = (num(0..4), num(5..7), num(8..10)) else {
-            return Err(format!("`{v}` is not a date of the form YYYY-MM-DD"));
+        let Ok(date) = NaiveDate::parse_from_str(v, "%Y-%m-%d") else {
+            return Err(format!(
+                "`{v}` is not a calendar date of the form YYYY-MM-DD"
+            ));
         };
-        let year = year as i32;
-        if year < 1970 {
+        if date.year() < 1970 {
             return Err(format!("`{v}` is before 1970-01-01"));
         }
-        if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
-            return Err(format!("`{v}` is not a calendar date"));
-        }
-        return Ok(DateBound::Day { year, month, day });
+        return Ok(DateBound::Day {
+            year: date.year(),
+            month: date.month(),
+            day: date.day(),
+        });
     }
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (amount, unit) = v.split_at(split);
@@ -223,8 +209,11 @@ mod tests {
 
     #[test]
     fn calendar_days() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(date_bound("1970-01-01").unwrap().to_unix(0), 0);
+        assert_eq!(
+            date_bound("2000-03-01").unwrap().to_unix(0),
+            11_017 * 86_400
+        );
         assert!(date_bound("2024-02-29").is_ok());
         assert!(date_bound("2023-02-29").is_err());
         assert!(date_bound("2024-04-31").is_err());
@@ -252,6 +241,62 @@ mod tests {
             date_bound("30d").unwrap().to_unix(100 * 86_400),
             70 * 86_400
         );
+    }
+
+    #[test]
+    fn calendar_edges() {
+        // Leap days: every fourth year, not 1900 or 2100, but 2000.
+        for (day, ok) in [
+            ("2000-02-29", true),
+            ("2100-02-29", false),
+            ("2028-02-29", true),
+            ("2024-12-31", true),
+            ("2024-00-10", false),
+            ("2024-06-31", false),
+            ("2024-1-310", false),
+        ] {
+            assert_eq!(date_bound(day).is_ok(), ok, "{day}");
+        }
+        let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().timestamp();
+        assert_eq!(
+            date_bound("2028-02-29").unwrap().to_unix(0),
+            at("2028-02-29T00:00:00Z")
+        );
+    }
+
+    #[test]
+    fn spans_are_calendar_spans() {
+        let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().timestamp();
+        let back = |span: &str, now: &str| date_bound(span).unwrap().to_unix(at(now));
+        // A month back from 31 March is the last day of February (leap year or not).
+        assert_eq!(
+            back("1mo", "2024-03-31T12:00:00Z"),
+            at("2024-02-29T12:00:00Z")
+        );
+        assert_eq!(
+            back("1month", "2023-03-31T12:00:00Z"),
+            at("2023-02-28T12:00:00Z")
+        );
+        // A year back from a leap day, and a year that spans one.
+        assert_eq!(
+            back("1year", "2028-02-29T08:00:00Z"),
+            at("2027-02-28T08:00:00Z")
+        );
+        assert_eq!(
+            back("1y", "2024-03-01T00:00:00Z"),
+            at("2023-03-01T00:00:00Z")
+        );
+        assert_eq!(
+            back("2w", "2024-03-10T00:00:00Z"),
+            at("2024-02-25T00:00:00Z")
+        );
+        assert_eq!(
+            back("36hours", "2024-03-01T12:00:00Z"),
+            at("2024-02-29T00:00:00Z")
+        );
+        // The largest span the grammar lets through stays a number, far in the past.
+        assert!(back("9999y", "2024-03-01T00:00:00Z") < at("1970-01-01T00:00:00Z"));
+        assert!(date_bound("7m").is_err());
     }
 
     #[test]

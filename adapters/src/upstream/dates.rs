@@ -1,39 +1,28 @@
-//! Dates from upstreams, normalised to `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds).
+//! Dates from upstreams, normalised to `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds). The calendar
+//! work (RFC 3339, RFC 2822, offsets, leap years) is chrono's; this module only knows which forms
+//! upstreams send and tries them in turn.
 
-use crate::request::parse::days_from_civil;
+use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, Utc};
 
-/// Civil date of a day count since 1970-01-01 (inverse of `days_from_civil`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// The item format of a UTC instant. Years outside 1970..=9999 are refused as nonsense.
+fn format(t: DateTime<Utc>) -> Option<String> {
+    use chrono::Datelike;
+    // `timestamp` folds a leap second (`:60`) into the second before it.
+    let t = DateTime::<Utc>::from_timestamp(t.timestamp(), 0)?;
+    (1970..=9999)
+        .contains(&t.year())
+        .then(|| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
 }
 
 /// Unix seconds to the item format. Years outside 1970..=9999 are refused as nonsense.
 pub fn from_unix(secs: i64) -> Option<String> {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    if !(1970..=9999).contains(&y) {
-        return None;
-    }
-    Some(format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    ))
+    format(DateTime::<Utc>::from_timestamp(secs, 0)?)
 }
 
-/// Unix seconds of a civil UTC time.
-pub fn to_unix(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
-    days_from_civil(y, mo, d) * 86_400 + i64::from(h) * 3600 + i64::from(mi) * 60 + i64::from(s)
+/// Unix seconds of a civil UTC time; `None` when the fields name no such time (`2023-02-29`).
+pub fn to_unix(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Option<i64> {
+    let t = NaiveDate::from_ymd_opt(y, mo, d)?.and_hms_opt(h, mi, s)?;
+    Some(t.and_utc().timestamp())
 }
 
 /// Unix seconds, or milliseconds when the number is too large to be seconds (after year 5138).
@@ -45,57 +34,47 @@ pub fn from_unix_number(n: f64) -> Option<String> {
     from_unix(secs.floor() as i64)
 }
 
-fn digits(s: &str, r: std::ops::Range<usize>) -> Option<u32> {
-    let part = s.get(r)?;
-    part.bytes()
-        .all(|b| b.is_ascii_digit())
-        .then(|| part.parse().ok())
-        .flatten()
+fn utc(t: DateTime<FixedOffset>) -> Option<String> {
+    format(t.with_timezone(&Utc))
 }
 
 /// ISO-8601 / RFC 3339 in the forms upstreams send: `2024-01-31`, `2024-01-31T10:20:30Z`,
 /// fractional seconds, `+02:00`/`+0200` offsets, a space instead of `T`, no zone (taken as UTC).
 pub fn parse_iso(s: &str) -> Option<String> {
     let s = s.trim();
-    let (y, mo, d) = (digits(s, 0..4)?, digits(s, 5..7)?, digits(s, 8..10)?);
-    if s.as_bytes().get(4) != Some(&b'-') || s.as_bytes().get(7) != Some(&b'-') {
-        return None;
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return utc(t);
     }
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
-        return None;
+    // chrono's format strings match `T` exactly, where RFC 3339 allows `t` too, and read
+    // fractions after `.` only, where ISO 8601 allows `,` too.
+    let mut s = s.to_string();
+    if s.get(10..11) == Some("t") {
+        s.replace_range(10..11, "T");
     }
-    let rest = &s[10..];
-    if rest.is_empty() {
-        return from_unix(to_unix(y as i32, mo, d, 0, 0, 0));
+    if s.get(19..20) == Some(",") {
+        s.replace_range(19..20, ".");
     }
-    if !rest.starts_with(['T', 't', ' ']) {
-        return None;
-    }
-    let (h, mi) = (digits(rest, 1..3)?, digits(rest, 4..6)?);
-    let (sec, mut tail) = match rest.as_bytes().get(6) {
-        Some(b':') => (digits(rest, 7..9)?, &rest[9..]),
-        _ => (0, &rest[6..]),
-    };
-    if h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    if let Some(frac) = tail.strip_prefix(['.', ',']) {
-        tail = frac.trim_start_matches(|c: char| c.is_ascii_digit());
-    }
-    let offset = match tail {
-        "" | "Z" | "z" => 0,
-        t if t.starts_with(['+', '-']) => {
-            let sign = if t.starts_with('-') { -1 } else { 1 };
-            let t = t[1..].replace(':', "");
-            let (oh, om) = (
-                digits(&t, 0..2)?,
-                if t.len() >= 4 { digits(&t, 2..4)? } else { 0 },
-            );
-            sign * (i64::from(oh) * 3600 + i64::from(om) * 60)
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f%#z",
+        "%Y-%m-%d %H:%M:%S%.f%#z",
+        "%Y-%m-%dT%H:%M%#z",
+    ] {
+        if let Ok(t) = DateTime::parse_from_str(&s, f) {
+            return utc(t);
         }
-        _ => return None,
-    };
-    from_unix(to_unix(y as i32, mo, d, h, mi, sec.min(59)) - offset)
+    }
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(&s, f) {
+            return format(t.and_utc());
+        }
+    }
+    let day = NaiveDate::parse_from_str(&s, "%Y-%m-%d").ok()?;
+    format(day.and_hms_opt(0, 0, 0)?.and_utc())
 }
 
 /// Whatever an upstream put in a date field: a unix number (seconds or milliseconds), digits in a
@@ -114,86 +93,64 @@ pub fn normalize(v: &serde_json::Value) -> Option<String> {
 }
 
 /// RFC 2822 / RFC 822 dates of RSS feeds and mail headers: `Tue, 10 Mar 2026 14:05:00 GMT`,
-/// numeric zones (`+0100`), the US zone names, an optional weekday, optional seconds and
-/// two-digit years.
+/// numeric zones (`+0100`), the obsolete zone names (`UT`, `EST`, ...), an optional weekday,
+/// optional seconds and two-digit years, read by chrono. Feed quirks are smoothed first:
+/// the weekday is dropped (feeds get it wrong, and the date says the same), month names written in
+/// full (`December`) are shortened, and an unknown zone name (`CET`) or none at all counts
+/// as `+0000`, as RFC 2822 section 4.3 says of zone names it does not list.
 pub fn parse_rfc2822(s: &str) -> Option<String> {
     let s = s.trim();
-    let s = match s.split_once(',') {
-        Some((_, rest)) => rest,
-        None => s,
-    };
-    let mut parts = s.split_whitespace();
-    let day: u32 = parts.next()?.parse().ok()?;
-    let month = parts.next()?.get(0..3)?.to_ascii_lowercase();
-    let month = [
+    let s = s.split_once(',').map_or(s, |(_, rest)| rest);
+    let mut words: Vec<&str> = s.split_whitespace().collect();
+    if let Some(m) = words.get_mut(1)
+        && m.len() > 3
+        && m.bytes().all(|b| b.is_ascii_alphabetic())
+        && is_month(&m[..3])
+    {
+        *m = &m[..3];
+    }
+    if let Some(zone) = words.last_mut()
+        && zone.bytes().all(|b| b.is_ascii_alphabetic())
+        && !KNOWN_ZONES.contains(&zone.to_ascii_uppercase().as_str())
+    {
+        *zone = "+0000";
+    }
+    // A date without a zone is read as UTC, as the old hand-written parser did.
+    if words.last().is_some_and(|w| w.contains(':')) {
+        words.push("+0000");
+    }
+    utc(DateTime::parse_from_rfc2822(&words.join(" ")).ok()?)
+}
+
+/// The zone names chrono reads in RFC 2822 dates (section 4.3 of the RFC).
+const KNOWN_ZONES: [&str; 11] = [
+    "UT", "GMT", "Z", "EST", "EDT", "CST", "CDT", "MST", "MDT", "PST", "PDT",
+];
+
+fn is_month(m: &str) -> bool {
+    [
         "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
     ]
-    .iter()
-    .position(|m| *m == month)? as u32
-        + 1;
-    let year: i32 = parts.next()?.parse().ok()?;
-    let year = match year {
-        0..=49 => year + 2000,
-        50..=99 => year + 1900,
-        _ => year,
-    };
-    let time = parts.next()?;
-    let mut hms = time.split(':');
-    let h: u32 = hms.next()?.parse().ok()?;
-    let mi: u32 = hms.next()?.parse().ok()?;
-    let sec: u32 = match hms.next() {
-        Some(v) => v.parse().ok()?,
-        None => 0,
-    };
-    if !(1..=31).contains(&day) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let offset = match parts.next().unwrap_or("GMT") {
-        "GMT" | "UT" | "UTC" | "Z" | "z" => 0,
-        "EST" => -5 * 3600,
-        "EDT" => -4 * 3600,
-        "CST" => -6 * 3600,
-        "CDT" => -5 * 3600,
-        "MST" => -7 * 3600,
-        "MDT" => -6 * 3600,
-        "PST" => -8 * 3600,
-        "PDT" => -7 * 3600,
-        z if z.len() == 5 && z.starts_with(['+', '-']) => {
-            let sign = if z.starts_with('-') { -1 } else { 1 };
-            let (oh, om) = (digits(z, 1..3)?, digits(z, 3..5)?);
-            sign * (i64::from(oh) * 3600 + i64::from(om) * 60)
-        }
-        _ => 0,
-    };
-    from_unix(to_unix(year, month, day, h, mi, sec.min(59)) - offset)
+    .contains(&m.to_ascii_lowercase().as_str())
 }
 
 /// The compact form `YYYYMMDDTHHMMSSZ` (GDELT's `seendate`), or `YYYYMMDDHHMMSS`.
 pub fn parse_compact(s: &str) -> Option<String> {
-    let s = s
-        .trim()
-        .trim_end_matches(['Z', 'z'])
-        .replace(['T', 't'], "");
-    if s.len() != 14 || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let (y, mo, d) = (digits(&s, 0..4)?, digits(&s, 4..6)?, digits(&s, 6..8)?);
-    let (h, mi, sec) = (digits(&s, 8..10)?, digits(&s, 10..12)?, digits(&s, 12..14)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    from_unix(to_unix(y as i32, mo, d, h, mi, sec.min(59)))
+    let s = s.trim();
+    let s = s.strip_suffix(['Z', 'z']).unwrap_or(s);
+    // chrono reads up to 4 digits for `%Y`; the length check keeps `2026031118` from passing.
+    let t = match s.len() {
+        15 => NaiveDateTime::parse_from_str(&s.replacen('t', "T", 1), "%Y%m%dT%H%M%S"),
+        14 => NaiveDateTime::parse_from_str(s, "%Y%m%d%H%M%S"),
+        _ => return None,
+    };
+    format(t.ok()?.and_utc())
 }
 
 /// The classic microblog form `Wed Mar 11 16:42:05 +0000 2026` (weekday, month, day, time, zone,
 /// year), as the network's v1.1 objects and FxTwitter send it.
 pub fn parse_classic(s: &str) -> Option<String> {
-    let parts: Vec<&str> = s.split_whitespace().collect();
-    let [_weekday, month, day, time, zone, year] = parts.as_slice() else {
-        return None;
-    };
-    // The same fields in RFC 2822 order: `11 Mar 2026 16:42:05 +0000`.
-    parse_rfc2822(&format!("{day} {month} {year} {time} {zone}"))
+    utc(DateTime::parse_from_str(s.trim(), "%a %b %d %H:%M:%S %z %Y").ok()?)
 }
 
 /// A date written as text in any of the forms above: ISO-8601, RFC 2822, compact or classic.
@@ -262,7 +219,7 @@ mod tests {
             from_unix(1_175_714_200).as_deref(),
             Some("2007-04-04T19:16:40Z")
         );
-        assert_eq!(to_unix(2007, 4, 4, 19, 16, 40), 1_175_714_200);
+        assert_eq!(to_unix(2007, 4, 4, 19, 16, 40), Some(1_175_714_200));
         assert_eq!(from_unix(-1), None);
     }
 
@@ -301,6 +258,71 @@ mod tests {
             parse_text("2026-03-10T15:05:00+01:00").as_deref(),
             Some("2026-03-10T14:05:00Z")
         );
+    }
+
+    #[test]
+    fn odd_offsets_and_fractions() {
+        for (input, want) in [
+            // Nepal and Newfoundland: offsets that are not whole hours.
+            ("2026-03-10T20:50:00+05:45", "2026-03-10T15:05:00Z"),
+            ("2026-03-10T11:35:00-03:30", "2026-03-10T15:05:00Z"),
+            ("2026-03-10t15:05:00z", "2026-03-10T15:05:00Z"),
+            ("2026-03-10T15:05:00.999999999Z", "2026-03-10T15:05:00Z"),
+            ("2026-03-10T15:05:00,5+00:00", "2026-03-10T15:05:00Z"),
+            ("2024-02-29T23:30:00-01:00", "2024-03-01T00:30:00Z"),
+            ("2024-03-01T00:30:00+01:00", "2024-02-29T23:30:00Z"),
+            ("2026-03-10T15:05", "2026-03-10T15:05:00Z"),
+            // An hour-only offset and a compact one with fractions, as some APIs write them.
+            ("2026-03-10T20:05:00+05", "2026-03-10T15:05:00Z"),
+            ("2026-03-10T20:50:00.000+0545", "2026-03-10T15:05:00Z"),
+            ("2026-03-10 15:05:00Z", "2026-03-10T15:05:00Z"),
+            // A leap second is the second before it.
+            ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59Z"),
+        ] {
+            assert_eq!(parse_iso(input).as_deref(), Some(want), "{input}");
+        }
+        for bad in [
+            "2023-02-29",
+            "2023-02-29T10:00:00Z",
+            "2024-01-31T10:20:30+25:00",
+        ] {
+            assert_eq!(parse_iso(bad), None, "{bad}");
+        }
+        // Before 1970 or after 9999 is nonsense for an item date.
+        assert_eq!(parse_iso("1969-12-31T23:59:59Z"), None);
+        assert_eq!(from_unix_number(253_402_300_800.0 * 1000.0), None);
+        assert_eq!(
+            from_unix_number(1_709_251_200_000.0).as_deref(),
+            Some("2024-03-01T00:00:00Z")
+        );
+        assert_eq!(to_unix(2023, 2, 29, 0, 0, 0), None);
+    }
+
+    #[test]
+    fn rfc2822_zones_and_quirks() {
+        for (input, want) in [
+            ("Thu, 29 Feb 2024 12:00:00 UT", "2024-02-29T12:00:00Z"),
+            ("Sat, 29 Feb 2024 12:00:00 GMT", "2024-02-29T12:00:00Z"),
+            ("29 Feb 2024 07:00:00 EST", "2024-02-29T12:00:00Z"),
+            ("29 Feb 2024 08:00:00 EDT", "2024-02-29T12:00:00Z"),
+            ("29 Feb 2024 04:00:00 PST", "2024-02-29T12:00:00Z"),
+            ("Thu, 1 Feb 2024 17:45:00 +0545", "2024-02-01T12:00:00Z"),
+            ("Thu, 1 Feb 2024 08:30:00 -0330", "2024-02-01T12:00:00Z"),
+            ("Thu, 01 Feb 2024 12:00:00 +0000", "2024-02-01T12:00:00Z"),
+            ("Thu,  1 Feb 2024 12:00 +0000", "2024-02-01T12:00:00Z"),
+            ("1 February 2024 12:00:00 GMT", "2024-02-01T12:00:00Z"),
+            // A wrong weekday (the 29th was a Thursday) does not lose the date.
+            ("Sat, 29 Feb 2024 12:00:00 GMT", "2024-02-29T12:00:00Z"),
+            ("Thu, 29 Feb 2024 12:00:00 CET", "2024-02-29T12:00:00Z"),
+            ("thu, 29 feb 24 12:00:00 gmt", "2024-02-29T12:00:00Z"),
+            ("Thu, 29 Feb 2024 12:00:00", "2024-02-29T12:00:00Z"),
+        ] {
+            assert_eq!(parse_rfc2822(input).as_deref(), Some(want), "{input}");
+            assert_eq!(parse_text(input).as_deref(), Some(want), "{input}");
+        }
+        for bad in ["30 Feb 2024 12:00:00 GMT", "Thu, 1 Feb 2024 25:00:00 GMT"] {
+            assert_eq!(parse_rfc2822(bad), None, "{bad}");
+        }
     }
 
     #[test]

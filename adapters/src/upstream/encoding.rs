@@ -3,27 +3,26 @@
 
 /// Standard or URL-safe base64, padding optional, whitespace ignored; `None` on any other byte.
 pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => break,
-            c if c.is_ascii_whitespace() => continue,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits & 0xff) as u8);
-        }
-    }
-    Some(out)
+    use base64::Engine as _;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    // GitHub wraps the content in lines and some upstreams drop the padding or use the URL-safe
+    // alphabet: one lenient engine reads them all once the text is on one line in one alphabet.
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let compact: String = s
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    LENIENT.decode(compact).ok()
 }
 
 /// `https://www.example.com:8080/a?b` -> `example.com`: the publisher-style host, lower-cased and
@@ -48,6 +47,17 @@ mod tests {
             Some("# Hello\nünicöde".as_bytes())
         );
         assert_eq!(base64_decode("a*b"), None);
+        // Unpadded, URL-safe, and padded with CRLF line wrapping as mail and GitHub send it.
+        assert_eq!(base64_decode("-_8").as_deref(), Some(&[0xfb, 0xff][..]));
+        assert_eq!(base64_decode("+/8=").as_deref(), Some(&[0xfb, 0xff][..]));
+        assert_eq!(
+            base64_decode("w6lw\r\nw6k=\r\n").as_deref(),
+            Some("épé".as_bytes())
+        );
+        assert_eq!(base64_decode("").as_deref(), Some(&[][..]));
+        // Padding in the middle or a lone sixth bit group is not base64.
+        assert_eq!(base64_decode("QQ==QQ=="), None);
+        assert_eq!(base64_decode("QUJDR"), None);
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! RSS 2.0 and Atom feeds read into plain entries, for any source that reads a feed. Dates are
-//! normalised (RFC 2822 `pubDate`, ISO `updated`/`published`/`dc:date`); HTML fields are kept as
-//! sent so the source decides how to turn them into text.
+//! Feeds read into plain entries, for any source that reads a feed: RSS 0.9x, RSS 1.0 (RDF),
+//! RSS 2.0 and Atom on quick-xml, JSON Feed 1.0 and 1.1 on serde_json. Dates are normalised
+//! (RFC 2822 `pubDate`, ISO `updated`/`published`/`dc:date`, JSON Feed's `date_published`, in
+//! whatever form the feed actually wrote them); HTML fields are kept as sent so the source decides
+//! how to turn them into text. Why not a feed crate: see docs/decisions.md ("Feeds").
 
 use std::collections::BTreeMap;
 
@@ -30,8 +32,63 @@ pub struct FeedEntry {
     pub extensions: BTreeMap<String, String>,
 }
 
-/// The entries of an RSS 2.0, RSS 1.0 (RDF) or Atom document, in document order.
+/// The entries of an RSS 0.9x, RSS 1.0 (RDF), RSS 2.0, Atom or JSON Feed document, in document
+/// order.
 pub fn parse(xml: &str) -> Result<Vec<FeedEntry>, String> {
+    let body = xml.trim_start_matches('\u{feff}').trim_start();
+    if body.starts_with('{') {
+        return parse_json_feed(body);
+    }
+    parse_xml(body)
+}
+
+/// JSON Feed (<https://jsonfeed.org/version/1.1>), also 1.0's single `author` and numeric ids.
+fn parse_json_feed(body: &str) -> Result<Vec<FeedEntry>, String> {
+    use super::json;
+    use serde_json::Value;
+    let doc: Value =
+        serde_json::from_str(body).map_err(|e| format!("not well-formed JSON: {e}"))?;
+    let version = json::str(&doc, "version").unwrap_or_default();
+    if !version.starts_with("https://jsonfeed.org/version/") {
+        return Err("not a JSON Feed (no `version` of https://jsonfeed.org)".into());
+    }
+    let items = match doc.get("items") {
+        Some(Value::Array(items)) => items,
+        _ => return Err("a JSON Feed without an `items` array".into()),
+    };
+    let date = |item: &Value, key: &str| json::str(item, key).and_then(super::dates::parse_text);
+    Ok(items
+        .iter()
+        .map(|item| {
+            let author = item
+                .get("authors")
+                .and_then(|a| a.get(0))
+                .or_else(|| item.get("author"));
+            FeedEntry {
+                title: json::string(item, "title"),
+                link: json::string(item, "url").or_else(|| json::string(item, "external_url")),
+                guid: json::id(item, "id"),
+                published: date(item, "date_published").or_else(|| date(item, "date_modified")),
+                summary: json::string(item, "summary")
+                    .or_else(|| json::string(item, "content_html"))
+                    .or_else(|| json::string(item, "content_text")),
+                author: author.and_then(|a| json::string(a, "name")),
+                categories: item
+                    .get("tags")
+                    .and_then(Value::as_array)
+                    .map(|tags| {
+                        tags.iter()
+                            .filter_map(|t| t.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                ..FeedEntry::default()
+            }
+        })
+        .collect())
+}
+
+fn parse_xml(xml: &str) -> Result<Vec<FeedEntry>, String> {
     let mut reader = Reader::from_str(xml);
     let mut entries = Vec::new();
     let mut current: Option<FeedEntry> = None;
@@ -56,7 +113,11 @@ pub fn parse(xml: &str) -> Result<Vec<FeedEntry>, String> {
                     }
                 }
                 if matches!(name.as_str(), "item" | "entry") && current.is_none() {
-                    current = Some(FeedEntry::default());
+                    // An RSS 1.0 item is named by its `rdf:about` (the format has no guid).
+                    current = Some(FeedEntry {
+                        guid: attr(&e, "rdf:about"),
+                        ..FeedEntry::default()
+                    });
                     updated = None;
                 } else if let Some(entry) = current.as_mut() {
                     start_attrs(entry, &name, &e);
@@ -136,7 +197,9 @@ pub fn parse(xml: &str) -> Result<Vec<FeedEntry>, String> {
                     }
                     ("item", "author" | "creator") => set(&mut entry.author, value),
                     ("item", "source") => set(&mut entry.source_name, value),
-                    ("item" | "entry", "category") => entry.categories.extend(value),
+                    ("item" | "entry", "category") | ("item", "subject") => {
+                        entry.categories.extend(value)
+                    }
                     _ => {}
                 }
             }
