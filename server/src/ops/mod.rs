@@ -13,7 +13,7 @@ use crate::billing::PACKS;
 use crate::error::{ApiError, ApiResult};
 
 mod account;
-mod admin;
+pub mod admin;
 mod auth;
 mod keys;
 
@@ -21,6 +21,17 @@ pub use account::{credits_balance, me};
 pub use admin::{admin_account, admin_grant};
 pub use auth::{auth_browser_link, auth_request_code, auth_session, auth_signout, auth_verify};
 pub use keys::{keys_create, keys_list, keys_revoke, keys_rotate};
+
+/// `{"ok": true}`: a change done, with nothing more to say.
+#[derive(serde::Serialize)]
+struct OkBody {
+    ok: bool,
+}
+
+/// ISO-8601 UTC of unix seconds, as every time in a body is written.
+pub fn iso(secs: i64) -> String {
+    adapters::upstream::dates::from_unix(secs).unwrap_or_default()
+}
 
 fn json_document(text: &'static str) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], text).into_response()
