@@ -308,7 +308,7 @@ async fn writer(db: Db, mut rx: mpsc::Receiver<Op>) {
                     flushed.push(reply);
                     None
                 }
-                op => w.hold(op),
+                op => w.pass_unless_held(op),
             })
             .collect();
         if !ops.is_empty() || stop.is_some() || !flushed.is_empty() {
@@ -333,7 +333,7 @@ const LAST_USED_EVERY: i64 = 60;
 /// carries them there first.
 const FLUSH_HOLDS_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// A hold taken in memory (`Writer::hold`), written with the next transaction.
+/// A hold taken in memory (`Writer::pass_unless_held`), written with the next transaction.
 struct PendingHold {
     account_id: String,
     request_id: String,
@@ -360,7 +360,7 @@ struct Writer {
 impl Writer {
     /// Answers a reservation at once when the account's known balance covers it (the hold is then
     /// pending, see `pending`); hands back every other operation, for the database.
-    fn hold(&mut self, op: Op) -> Option<Op> {
+    fn pass_unless_held(&mut self, op: Op) -> Option<Op> {
         let Op::Reserve {
             account_id,
             request_id,
