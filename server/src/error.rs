@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use tracing::Level;
 
+use crate::accounts::{AccountsError, CapReached};
 pub use crate::api::ErrorCode;
 use crate::http::RequestContext;
 
@@ -13,8 +14,11 @@ use crate::http::RequestContext;
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
-    /// A specific step to take: a working example, a top-up link, a retry delay.
-    pub fix: Option<String>,
+    /// A step for the client (sent) or a fault's cause (logged only): one slot, since a fault has
+    /// no step to offer, which keeps every `Result<_, ApiError>` small.
+    note: Option<String>,
+    /// Whether `note` is a fault's cause, logged only and never sent (else it is sent as `fix`).
+    note_is_cause: bool,
     pub violations: Vec<Violation>,
     /// Seconds, sent as `Retry-After` (per-key rate limit only).
     pub retry_after: Option<u64>,
@@ -29,7 +33,8 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
-            fix: None,
+            note: None,
+            note_is_cause: false,
             violations: Vec::new(),
             retry_after: None,
             credits_remaining: None,
@@ -38,7 +43,8 @@ impl ApiError {
     }
 
     pub fn with_fix(mut self, fix: impl Into<String>) -> Self {
-        self.fix = Some(fix.into());
+        self.note = Some(fix.into());
+        self.note_is_cause = false;
         self
     }
 
@@ -50,11 +56,30 @@ impl ApiError {
         e
     }
 
+    /// 500 INTERNAL with no cause to log (the caller has logged it, e.g. a caught panic).
     pub fn internal() -> Self {
         ApiError::new(
             ErrorCode::Internal,
             "unexpected error on the service side; it has been logged",
         )
+    }
+
+    /// 500 INTERNAL for a fault: `cause` is logged once, with the answer, and never sent.
+    pub fn fault(cause: impl std::fmt::Display) -> Self {
+        let mut e = ApiError::internal();
+        e.note = Some(cause.to_string());
+        e.note_is_cause = true;
+        e
+    }
+
+    /// The step offered to the client, if any.
+    pub fn fix(&self) -> Option<&str> {
+        self.note.as_deref().filter(|_| !self.note_is_cause)
+    }
+
+    /// The internal cause of a fault, for the log.
+    pub fn cause(&self) -> Option<&str> {
+        self.note.as_deref().filter(|_| self.note_is_cause)
     }
 
     pub fn not_configured(what: impl Into<String>) -> Self {
@@ -74,7 +99,7 @@ impl ApiError {
             "docs_url".into(),
             json!(format!("{}#{}", crate::api::DOCS_URL, self.code.as_str())),
         );
-        if let Some(fix) = &self.fix {
+        if let Some(fix) = self.fix() {
             error.insert("fix".into(), json!(fix));
         }
         if !self.violations.is_empty() {
@@ -111,6 +136,85 @@ impl std::fmt::Display for ApiError {
     }
 }
 
+/// The one mapping of the account functions' errors to the spec's codes, messages and fixes.
+impl From<AccountsError> for ApiError {
+    fn from(e: AccountsError) -> Self {
+        let new_code = "POST /v1/auth/request-code to get a new code";
+        match e {
+            AccountsError::KeyLimit { max } => ApiError::new(
+                ErrorCode::KeyLimit,
+                format!("the account already holds {max} keys, the maximum"),
+            )
+            .with_fix("revoke a key you no longer use (DELETE /v1/keys/{kid}), then create one"),
+            AccountsError::NoSuchKey { key_id } => ApiError::new(
+                ErrorCode::NotFound,
+                format!("no active key {key_id} on this account"),
+            )
+            .with_fix("GET /v1/keys lists the account's keys"),
+            AccountsError::InvalidCode { attempts_left } => {
+                let mut e = ApiError::new(
+                    ErrorCode::InvalidCode,
+                    if attempts_left == 0 {
+                        "wrong sign-in code; no guesses are left for this code, request a new one"
+                            .to_string()
+                    } else {
+                        format!("wrong sign-in code; {attempts_left} guesses left for this code")
+                    },
+                );
+                e.attempts_left = Some(attempts_left);
+                e
+            }
+            AccountsError::CodeExpired { lifetime_minutes } => ApiError::new(
+                ErrorCode::CodeExpired,
+                format!(
+                    "the sign-in code is older than its lifetime of {lifetime_minutes} minutes"
+                ),
+            )
+            .with_fix(new_code),
+            AccountsError::TooManyAttempts => ApiError::new(
+                ErrorCode::TooManyAttempts,
+                "too many wrong guesses for this code; request a new code after the cooldown",
+            )
+            .with_fix(new_code),
+            AccountsError::NoPendingCode => ApiError::new(
+                ErrorCode::NoPendingCode,
+                "no sign-in code is pending for this address (none was requested, or it was used)",
+            )
+            .with_fix("POST /v1/auth/request-code with the address to get a code"),
+            AccountsError::Cooldown {
+                retry_after,
+                cooldown_seconds,
+            } => {
+                let mut e = ApiError::new(
+                    ErrorCode::RateLimited,
+                    format!(
+                        "a code was sent to this address less than {cooldown_seconds} seconds ago; wait before asking again"
+                    ),
+                );
+                e.retry_after = Some(retry_after);
+                e
+            }
+            AccountsError::DailyCap(CapReached::SigninCodes) => ApiError::new(
+                ErrorCode::RateLimited,
+                "the daily cap on sign-in codes is reached; it resets at 00:00 UTC",
+            ),
+            AccountsError::DailyCap(CapReached::DashboardLinks) => ApiError::new(
+                ErrorCode::RateLimited,
+                "the daily cap on dashboard links is reached; it resets at 00:00 UTC",
+            ),
+            AccountsError::EmailNotAccepted => ApiError::new(
+                ErrorCode::EmailNotAccepted,
+                "addresses of disposable e-mail domains are not accepted; use a permanent address",
+            ),
+            AccountsError::UnknownLink => ApiError::new(
+                ErrorCode::Unauthorized,
+                "the dashboard link is unknown, already used or expired",
+            ),
+            fault @ (AccountsError::Mail(_) | AccountsError::Db(_)) => ApiError::fault(fault),
+        }
+    }
+}
+
 /// How an answered error is logged: client mistakes (4xx) not at all, expected states of the
 /// deployment as INFO (a source without a credential) or WARN (the payment provider is down), and
 /// every other 5xx as ERROR.
@@ -129,9 +233,12 @@ impl IntoResponse for ApiError {
         let status =
             StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         match log_level(self.code) {
-            Some(Level::ERROR) => {
-                tracing::error!(code = self.code.as_str(), message = %self.message, "request failed")
-            }
+            Some(Level::ERROR) => tracing::error!(
+                code = self.code.as_str(),
+                message = %self.message,
+                cause = self.cause().unwrap_or(""),
+                "request failed"
+            ),
             Some(Level::WARN) => {
                 tracing::warn!(code = self.code.as_str(), message = %self.message, "request refused")
             }
@@ -163,5 +270,78 @@ mod tests {
             let logged = log_level(*code).is_some();
             assert_eq!(logged, code.status() >= 500, "{code:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod mapping_tests {
+    use super::*;
+
+    #[test]
+    fn account_errors_map_to_the_spec_codes() {
+        let cases = [
+            (AccountsError::KeyLimit { max: 10 }, ErrorCode::KeyLimit),
+            (
+                AccountsError::NoSuchKey {
+                    key_id: "key_x".into(),
+                },
+                ErrorCode::NotFound,
+            ),
+            (
+                AccountsError::InvalidCode { attempts_left: 2 },
+                ErrorCode::InvalidCode,
+            ),
+            (
+                AccountsError::CodeExpired {
+                    lifetime_minutes: 10,
+                },
+                ErrorCode::CodeExpired,
+            ),
+            (AccountsError::TooManyAttempts, ErrorCode::TooManyAttempts),
+            (AccountsError::NoPendingCode, ErrorCode::NoPendingCode),
+            (
+                AccountsError::Cooldown {
+                    retry_after: 42,
+                    cooldown_seconds: 60,
+                },
+                ErrorCode::RateLimited,
+            ),
+            (
+                AccountsError::DailyCap(CapReached::DashboardLinks),
+                ErrorCode::RateLimited,
+            ),
+            (AccountsError::EmailNotAccepted, ErrorCode::EmailNotAccepted),
+            (AccountsError::UnknownLink, ErrorCode::Unauthorized),
+            (
+                AccountsError::Db(sqlx::Error::PoolClosed),
+                ErrorCode::Internal,
+            ),
+        ];
+        for (domain, code) in cases {
+            assert_eq!(ApiError::from(domain).code, code);
+        }
+        let e = ApiError::from(AccountsError::InvalidCode { attempts_left: 2 });
+        assert_eq!(e.attempts_left, Some(2));
+        assert!(e.message.contains("2 guesses left"), "{}", e.message);
+        let e = ApiError::from(AccountsError::Cooldown {
+            retry_after: 42,
+            cooldown_seconds: 60,
+        });
+        assert_eq!(e.retry_after, Some(42));
+    }
+
+    #[test]
+    fn a_fault_keeps_its_cause_for_the_log_only() {
+        let e = ApiError::from(AccountsError::Db(sqlx::Error::Protocol(
+            "secret-detail-1234".into(),
+        )));
+        assert_eq!(e.code, ErrorCode::Internal);
+        assert!(e.cause().unwrap_or("").contains("secret-detail-1234"));
+        let body = e.body(None).to_string();
+        assert!(!body.contains("secret-detail-1234"), "{body}");
+        assert!(body.contains("INTERNAL"), "{body}");
+        assert_eq!(e.fix(), None);
+        let refused = ApiError::bad_request("x").with_fix("do y");
+        assert_eq!((refused.fix(), refused.cause()), (Some("do y"), None));
     }
 }

@@ -214,18 +214,16 @@ async fn serve(mut config: Config, listen: Option<SocketAddr>) -> Result<(), Str
 }
 
 async fn admin(config: Config, command: Admin) -> Result<String, String> {
+    use server::ops::admin::{AccountBody, GrantBody};
     let state = AppState::start(config).await?;
     let a = &state.accounts;
-    let fail = |e: server::error::ApiError| e.message;
+    let fail = |e: server::accounts::AccountsError| e.to_string();
     let out = match command {
         Admin::CreateAccount { email, credits } => {
             let credits = credits.unwrap_or(state.config.signin.signup_credits);
             let (_, created) = a.ensure_account(&email, credits).await.map_err(fail)?;
-            let mut view = a
-                .admin_view(&email)
-                .await
-                .map_err(fail)?
-                .unwrap_or_default();
+            let view = a.admin_view(&email).await.map_err(fail)?;
+            let mut view = serde_json::to_value(view.map(AccountBody::from)).unwrap_or_default();
             view["created"] = created.into();
             serde_json::to_string_pretty(&view).unwrap_or_default()
         }
@@ -243,7 +241,13 @@ async fn admin(config: Config, command: Admin) -> Result<String, String> {
                 .grant(&id, credits, "grant", &reference)
                 .await
                 .map_err(fail)?;
-            serde_json::json!({ "ok": true, "email": email, "granted": credits, "balance": balance }).to_string()
+            let body = GrantBody {
+                ok: true,
+                email,
+                granted: credits,
+                balance,
+            };
+            serde_json::to_string(&body).unwrap_or_default()
         }
         Admin::CreateKey { email, name } => {
             let (id, _) = a
@@ -252,7 +256,7 @@ async fn admin(config: Config, command: Admin) -> Result<String, String> {
                 .map_err(fail)?;
             server::accounts::admin_create_key(&a.db, &id, name.as_deref())
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(fail)?
         }
         Admin::Account { email } => {
             let view = a
@@ -260,7 +264,7 @@ async fn admin(config: Config, command: Admin) -> Result<String, String> {
                 .await
                 .map_err(fail)?
                 .ok_or_else(|| format!("no account for {email}"))?;
-            serde_json::to_string_pretty(&view).unwrap_or_default()
+            serde_json::to_string_pretty(&AccountBody::from(view)).unwrap_or_default()
         }
         Admin::RotateCursorSecret => {
             let rotation = server::cursor_secret::rotate(&a.db).await?;

@@ -148,7 +148,7 @@ async fn call(
         Ok(None) => {
             return unknown();
         }
-        Err(e) => return e.into_response(),
+        Err(e) => return ApiError::from(e).into_response(),
     };
     let ledger = &state.accounts.ledger;
     let record = |status: u16, credits: i64| CallRecord {
@@ -194,10 +194,7 @@ async fn call(
             e.credits_remaining = Some(balance);
             return refuse(e).await;
         }
-        Err(e) => {
-            tracing::error!(error = %e, "reservation failed");
-            return ApiError::internal().into_response();
-        }
+        Err(e) => return ApiError::fault(format!("reservation failed: {e}")).into_response(),
     };
     let served = tokio::select! {
         biased;
@@ -229,10 +226,10 @@ async fn call(
                     .unwrap_or(remaining);
                 success(meta.platform, page, 0, balance, &request_id)
             }
-            Err(e) => {
-                tracing::error!(error = %e, "settlement failed; the hold is released by the janitor");
-                ApiError::internal().into_response()
-            }
+            Err(e) => ApiError::fault(format!(
+                "settlement failed; the hold is released by the janitor: {e}"
+            ))
+            .into_response(),
         },
         Err(err) => {
             if let Err(e) = ledger.release(record(err.code.status(), 0)).await {

@@ -2,12 +2,45 @@
 
 use axum::Json;
 use axum::response::IntoResponse;
-use serde_json::json;
+use serde::Serialize;
 
+use super::keys::KeyBody;
 use crate::AppState;
+use crate::accounts::{AdminView, normalize_email, secrets};
 use crate::api::inputs::*;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+
+/// An operator's view of an account (also printed by `socialsearch admin account`).
+#[derive(Serialize)]
+pub struct AccountBody {
+    ok: bool,
+    email: String,
+    account_id: String,
+    balance: i64,
+    keys: Vec<KeyBody>,
+}
+
+impl From<AdminView> for AccountBody {
+    fn from(v: AdminView) -> Self {
+        AccountBody {
+            ok: true,
+            email: v.email,
+            account_id: v.account_id,
+            balance: v.balance,
+            keys: v.keys.into_iter().map(KeyBody::from).collect(),
+        }
+    }
+}
+
+/// Credits granted by an operator (also printed by `socialsearch admin grant`).
+#[derive(Serialize)]
+pub struct GrantBody {
+    pub ok: bool,
+    pub email: String,
+    pub granted: i64,
+    pub balance: i64,
+}
 
 fn no_account(email: &str) -> ApiError {
     ApiError::new(ErrorCode::NotFound, format!("no account for {email}"))
@@ -20,9 +53,15 @@ pub async fn admin_grant(state: AppState, _: Caller, input: AdminGrantInput) -> 
         .await?
         .ok_or_else(|| no_account(&input.email))?;
     let credits = input.credits as i64;
-    let reference = crate::accounts::secrets::new_id("admin:");
+    let reference = secrets::new_id("admin:");
     let balance = a.grant(&id, credits, "grant", &reference).await?;
-    Ok(Json(json!({ "ok": true, "email": crate::accounts::normalize_email(&input.email), "granted": credits, "balance": balance })).into_response())
+    Ok(Json(GrantBody {
+        ok: true,
+        email: normalize_email(&input.email),
+        granted: credits,
+        balance,
+    })
+    .into_response())
 }
 
 pub async fn admin_account(state: AppState, _: Caller, input: AdminAccountInput) -> ApiResult {
@@ -31,5 +70,5 @@ pub async fn admin_account(state: AppState, _: Caller, input: AdminAccountInput)
         .admin_view(&input.email)
         .await?
         .ok_or_else(|| no_account(&input.email))?;
-    Ok(Json(view).into_response())
+    Ok(Json(AccountBody::from(view)).into_response())
 }

@@ -2,18 +2,78 @@
 
 use axum::Json;
 use axum::response::IntoResponse;
-use serde_json::json;
+use serde::Serialize;
 
+use super::iso;
 use crate::AppState;
-use crate::accounts::{SessionInfo, SessionKind};
+use crate::accounts::{KeyView, NewKey, SessionInfo, SessionKind};
 use crate::api::inputs::*;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
+/// A key as listed (never its plaintext).
+#[derive(Serialize)]
+pub(crate) struct KeyBody {
+    id: String,
+    name: Option<String>,
+    prefix: String,
+    created_at: String,
+    last_used_at: Option<String>,
+}
+
+impl From<KeyView> for KeyBody {
+    fn from(k: KeyView) -> Self {
+        KeyBody {
+            id: k.id,
+            name: k.name,
+            prefix: k.prefix,
+            created_at: iso(k.created_at),
+            last_used_at: k.last_used_at.map(iso),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct KeysBody {
+    ok: bool,
+    keys: Vec<KeyBody>,
+}
+
+/// A new key: the plaintext, shown this once.
+#[derive(Serialize)]
+struct NewKeyBody {
+    ok: bool,
+    key: String,
+    id: String,
+    name: Option<String>,
+    prefix: String,
+    created_at: String,
+}
+
+impl From<NewKey> for NewKeyBody {
+    fn from(k: NewKey) -> Self {
+        NewKeyBody {
+            ok: true,
+            key: k.key,
+            id: k.view.id,
+            name: k.view.name,
+            prefix: k.view.prefix,
+            created_at: iso(k.view.created_at),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct RevokedBody<'a> {
+    ok: bool,
+    id: &'a str,
+    revoked: bool,
+}
+
 fn session(caller: Caller) -> ApiResult<SessionInfo> {
     match caller {
         Caller::Session(s) => Ok(s),
-        _ => Err(ApiError::internal()),
+        _ => Err(ApiError::fault("a key operation ran without a session")),
     }
 }
 
@@ -34,37 +94,40 @@ fn otp_session(caller: Caller) -> ApiResult<SessionInfo> {
 
 pub async fn keys_list(state: AppState, caller: Caller, _: KeysListInput) -> ApiResult {
     let s = session(caller)?;
-    Ok(Json(state.accounts.list_keys(&s.account_id).await?).into_response())
+    let keys = state.accounts.list_keys(&s.account_id).await?;
+    Ok(Json(KeysBody {
+        ok: true,
+        keys: keys.into_iter().map(KeyBody::from).collect(),
+    })
+    .into_response())
 }
 
 pub async fn keys_create(state: AppState, caller: Caller, input: KeysCreateInput) -> ApiResult {
     let s = otp_session(caller)?;
-    let body = state
+    let key = state
         .accounts
         .create_key(&s.account_id, input.name.as_deref())
         .await?;
-    Ok(Json(body).into_response())
+    Ok(Json(NewKeyBody::from(key)).into_response())
 }
 
 pub async fn keys_revoke(state: AppState, caller: Caller, input: KeysRevokeInput) -> ApiResult {
     let s = otp_session(caller)?;
-    state
-        .accounts
-        .revoke_key(&s.account_id, input.kid.as_deref().unwrap_or(""))
-        .await?;
-    Ok(
-        Json(json!({ "ok": true, "id": input.kid.as_deref().unwrap_or(""), "revoked": true }))
-            .into_response(),
-    )
+    let kid = input.kid.as_deref().unwrap_or("");
+    state.accounts.revoke_key(&s.account_id, kid).await?;
+    Ok(Json(RevokedBody {
+        ok: true,
+        id: kid,
+        revoked: true,
+    })
+    .into_response())
 }
 
 pub async fn keys_rotate(state: AppState, caller: Caller, input: KeysRotateInput) -> ApiResult {
     let s = otp_session(caller)?;
-    Ok(Json(
-        state
-            .accounts
-            .rotate_key(&s.account_id, input.kid.as_deref().unwrap_or(""))
-            .await?,
-    )
-    .into_response())
+    let key = state
+        .accounts
+        .rotate_key(&s.account_id, input.kid.as_deref().unwrap_or(""))
+        .await?;
+    Ok(Json(NewKeyBody::from(key)).into_response())
 }

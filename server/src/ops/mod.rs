@@ -4,7 +4,6 @@
 use axum::Json;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::AppState;
 use crate::api::inputs::*;
@@ -13,7 +12,7 @@ use crate::billing::PACKS;
 use crate::error::{ApiError, ApiResult};
 
 mod account;
-mod admin;
+pub mod admin;
 mod auth;
 mod keys;
 
@@ -21,6 +20,17 @@ pub use account::{credits_balance, me};
 pub use admin::{admin_account, admin_grant};
 pub use auth::{auth_browser_link, auth_request_code, auth_session, auth_signout, auth_verify};
 pub use keys::{keys_create, keys_list, keys_revoke, keys_rotate};
+
+/// `{"ok": true}`: a change done, with nothing more to say.
+#[derive(serde::Serialize)]
+struct OkBody {
+    ok: bool,
+}
+
+/// ISO-8601 UTC of unix seconds, as every time in a body is written.
+pub fn iso(secs: i64) -> String {
+    adapters::upstream::dates::from_unix(secs).unwrap_or_default()
+}
 
 fn json_document(text: &'static str) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], text).into_response()
@@ -34,31 +44,66 @@ pub async fn openapi_30_json(_: AppState, _: Caller, _: Openapi30JsonInput) -> A
     Ok(json_document(crate::api::OPENAPI_30_JSON))
 }
 
+#[derive(serde::Serialize)]
+struct PlanBody {
+    id: &'static str,
+    credits: u64,
+    price: String,
+    price_per_credit: String,
+    discount_percent: u64,
+}
+
+#[derive(serde::Serialize)]
+struct CheckoutExample {
+    plan: &'static str,
+}
+
+#[derive(serde::Serialize)]
+struct CheckoutHowTo {
+    method: &'static str,
+    path: &'static str,
+    body: CheckoutExample,
+    instructions: &'static str,
+}
+
+#[derive(serde::Serialize)]
+struct PlansBody {
+    ok: bool,
+    currency: &'static str,
+    list_price_per_credit: &'static str,
+    plans: Vec<PlanBody>,
+    checkout: CheckoutHowTo,
+}
+
 pub async fn plans(_: AppState, _: Caller, _: PlansInput) -> ApiResult {
-    let plans: Vec<_> = PACKS
+    Ok(Json(plans_body()).into_response())
+}
+
+fn plans_body() -> PlansBody {
+    let plans = PACKS
         .iter()
-        .map(|p| {
-            json!({
-                "id": p.id, "credits": p.credits, "price": p.price(),
-                "price_per_credit": p.price_per_credit(), "discount_percent": p.discount_percent(),
-            })
+        .map(|p| PlanBody {
+            id: p.id,
+            credits: p.credits,
+            price: p.price(),
+            price_per_credit: p.price_per_credit(),
+            discount_percent: p.discount_percent(),
         })
         .collect();
-    Ok(Json(json!({
-        "ok": true,
-        "currency": "USD",
-        "list_price_per_credit": "0.004",
-        "plans": plans,
-        "checkout": {
-            "method": "POST",
-            "path": "/v1/checkout",
-            "body": { "plan": "starter" },
-            "instructions": "POST /v1/checkout with your API key (x-api-key) or dashboard session and the plan id; \
+    PlansBody {
+        ok: true,
+        currency: "USD",
+        list_price_per_credit: "0.004",
+        plans,
+        checkout: CheckoutHowTo {
+            method: "POST",
+            path: "/v1/checkout",
+            body: CheckoutExample { plan: "starter" },
+            instructions: "POST /v1/checkout with your API key (x-api-key) or dashboard session and the plan id; \
                 open the returned pay_url in a browser to pay. Credits land within seconds of payment: watch \
-                credits_remaining or GET /v1/credits/balance. All sales are final; unused credits never expire."
-        }
-    }))
-    .into_response())
+                credits_remaining or GET /v1/credits/balance. All sales are final; unused credits never expire.",
+        },
+    }
 }
 
 pub async fn status(state: AppState, _: Caller, _: StatusInput) -> ApiResult {
@@ -87,4 +132,41 @@ pub async fn order_checkout(_: AppState, _: Caller, _: OrderCheckoutInput) -> Ap
 
 pub async fn order_get(_: AppState, _: Caller, _: OrderGetInput) -> ApiResult {
     Err(checkout_unavailable())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The typed body is the one the handler built with `json!` before, key for key.
+    #[test]
+    fn plans_body_is_unchanged() {
+        let plans: Vec<_> = PACKS
+            .iter()
+            .map(|p| {
+                json!({
+                    "id": p.id, "credits": p.credits, "price": p.price(),
+                    "price_per_credit": p.price_per_credit(), "discount_percent": p.discount_percent(),
+                })
+            })
+            .collect();
+        let before = json!({
+            "ok": true,
+            "currency": "USD",
+            "list_price_per_credit": "0.004",
+            "plans": plans,
+            "checkout": {
+                "method": "POST",
+                "path": "/v1/checkout",
+                "body": { "plan": "starter" },
+                "instructions": "POST /v1/checkout with your API key (x-api-key) or dashboard session and the plan id; \
+                    open the returned pay_url in a browser to pay. Credits land within seconds of payment: watch \
+                    credits_remaining or GET /v1/credits/balance. All sales are final; unused credits never expire."
+            }
+        });
+        let after = serde_json::to_value(plans_body()).expect("serialize");
+        assert_eq!(after, before);
+        assert_eq!(after.to_string(), before.to_string(), "same key order");
+    }
 }

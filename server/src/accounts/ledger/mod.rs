@@ -20,13 +20,52 @@
 //! everything else) whose statements cover many calls at once: the hold rows, the settlements, the
 //! call log and the keys' last use are one statement each per batch.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use sqlx::{Any, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::db::{Backend, Db, DbResult, now};
+use batch::{Batch, Tx};
+
+mod batch;
+#[cfg(test)]
+mod tests;
+
+/// Why a ledger operation has no answer. Never a client's mistake: each is a fault of the service.
+#[derive(Debug)]
+pub enum LedgerError {
+    /// The writer is not running (stopped at shutdown, or its thread ended).
+    Stopped,
+    /// The transaction that carried the operation failed (alone: see `Writer::run_part`); the
+    /// database's message.
+    WriteFailed(String),
+    /// The writer answered with an outcome of another operation: a bug.
+    WrongOutcome,
+    /// A read of the ledger (the janitor's list of stale holds) failed.
+    Db(sqlx::Error),
+}
+
+impl std::fmt::Display for LedgerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LedgerError::Stopped => write!(f, "the ledger writer is not running"),
+            LedgerError::WriteFailed(e) => write!(f, "ledger write failed: {e}"),
+            LedgerError::WrongOutcome => write!(f, "the ledger answered another operation"),
+            LedgerError::Db(e) => write!(f, "ledger read failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LedgerError {}
+
+impl From<sqlx::Error> for LedgerError {
+    fn from(e: sqlx::Error) -> Self {
+        LedgerError::Db(e)
+    }
+}
+
+pub type LedgerResult<T> = Result<T, LedgerError>;
 
 /// Operations one transaction carries at most.
 const MAX_BATCH: usize = 512;
@@ -56,18 +95,18 @@ enum Op {
         account_id: String,
         request_id: String,
         price: i64,
-        reply: oneshot::Sender<DbResult<Reservation>>,
+        reply: oneshot::Sender<LedgerResult<Reservation>>,
     },
     /// Settles the hold and records the call; answers whether a hold was settled.
     Settle {
         record: CallRecord,
-        reply: oneshot::Sender<DbResult<bool>>,
+        reply: oneshot::Sender<LedgerResult<bool>>,
     },
     /// Releases the hold (if still held) and records the call when there is one.
     Release {
         request_id: String,
         record: Option<CallRecord>,
-        reply: Option<oneshot::Sender<DbResult<()>>>,
+        reply: Option<oneshot::Sender<LedgerResult<()>>>,
     },
     /// Records a call that held nothing (refused before the reservation).
     Log {
@@ -82,6 +121,7 @@ enum Op {
     },
 }
 
+#[cfg_attr(test, derive(Debug, PartialEq))]
 enum Outcome {
     Reserved(Reservation),
     Settled(bool),
@@ -124,11 +164,11 @@ impl Ledger {
         &self.writers[(h.finish() as usize) % self.writers.len()]
     }
 
-    async fn send(&self, account_id: &str, op: Op) -> DbResult<()> {
+    async fn send(&self, account_id: &str, op: Op) -> LedgerResult<()> {
         self.writer_for(account_id)
             .send(op)
             .await
-            .map_err(|_| sqlx::Error::PoolClosed)
+            .map_err(|_| LedgerError::Stopped)
     }
 
     pub async fn reserve(
@@ -136,7 +176,7 @@ impl Ledger {
         account_id: &str,
         request_id: &str,
         price: i64,
-    ) -> DbResult<Reservation> {
+    ) -> LedgerResult<Reservation> {
         let (reply, rx) = oneshot::channel();
         self.send(
             account_id,
@@ -148,18 +188,18 @@ impl Ledger {
             },
         )
         .await?;
-        rx.await.map_err(|_| sqlx::Error::PoolClosed)?
+        rx.await.map_err(|_| LedgerError::Stopped)?
     }
 
     /// Turns the hold into a charge; `false` when it was no longer held (released by the janitor).
-    pub async fn settle(&self, record: CallRecord) -> DbResult<bool> {
+    pub async fn settle(&self, record: CallRecord) -> LedgerResult<bool> {
         let (reply, rx) = oneshot::channel();
         let account = record.account_id.clone();
         self.send(&account, Op::Settle { record, reply }).await?;
-        rx.await.map_err(|_| sqlx::Error::PoolClosed)?
+        rx.await.map_err(|_| LedgerError::Stopped)?
     }
 
-    pub async fn release(&self, record: CallRecord) -> DbResult<()> {
+    pub async fn release(&self, record: CallRecord) -> LedgerResult<()> {
         let (reply, rx) = oneshot::channel();
         let account = record.account_id.clone();
         self.send(
@@ -171,11 +211,11 @@ impl Ledger {
             },
         )
         .await?;
-        rx.await.map_err(|_| sqlx::Error::PoolClosed)?
+        rx.await.map_err(|_| LedgerError::Stopped)?
     }
 
     /// Releases a hold with no call to record (the janitor).
-    pub async fn release_hold(&self, account_id: &str, request_id: &str) -> DbResult<()> {
+    pub async fn release_hold(&self, account_id: &str, request_id: &str) -> LedgerResult<()> {
         let (reply, rx) = oneshot::channel();
         self.send(
             account_id,
@@ -186,7 +226,7 @@ impl Ledger {
             },
         )
         .await?;
-        rx.await.map_err(|_| sqlx::Error::PoolClosed)?
+        rx.await.map_err(|_| LedgerError::Stopped)?
     }
 
     /// Records a call that held nothing; written with the next batch (and before shutdown ends).
@@ -215,7 +255,7 @@ impl Ledger {
     }
 
     /// Releases every hold created before `cutoff` (unix seconds); returns how many.
-    pub async fn release_stale(&self, db: &Db, cutoff: i64) -> DbResult<usize> {
+    pub async fn release_stale(&self, db: &Db, cutoff: i64) -> LedgerResult<usize> {
         let stale: Vec<(String, String)> = sqlx::query_as(
             "SELECT account_id, ref FROM credit_entries WHERE kind = 'charge' AND state = 'held' AND created_at < $1",
         )
@@ -272,7 +312,7 @@ async fn writer(db: Db, mut rx: mpsc::Receiver<Op>) {
                     flushed.push(reply);
                     None
                 }
-                op => w.hold(op),
+                op => w.pass_unless_held(op),
             })
             .collect();
         if !ops.is_empty() || stop.is_some() || !flushed.is_empty() {
@@ -297,7 +337,7 @@ const LAST_USED_EVERY: i64 = 60;
 /// carries them there first.
 const FLUSH_HOLDS_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// A hold taken in memory (`Writer::hold`), written with the next transaction.
+/// A hold taken in memory (`Writer::pass_unless_held`), written with the next transaction.
 struct PendingHold {
     account_id: String,
     request_id: String,
@@ -324,7 +364,7 @@ struct Writer {
 impl Writer {
     /// Answers a reservation at once when the account's known balance covers it (the hold is then
     /// pending, see `pending`); hands back every other operation, for the database.
-    fn hold(&mut self, op: Op) -> Option<Op> {
+    fn pass_unless_held(&mut self, op: Op) -> Option<Op> {
         let Op::Reserve {
             account_id,
             request_id,
@@ -419,9 +459,8 @@ impl Writer {
                 }
             }
             Err(e) if ops.len() == 1 => {
-                tracing::error!(error = %e, "ledger write failed");
                 for op in ops {
-                    answer(op, Err(e.to_string()));
+                    fail(op, &e);
                 }
             }
             Err(e) => {
@@ -431,22 +470,50 @@ impl Writer {
                     let result = self.apply(&one, &[]).await;
                     let [op] = one;
                     match result {
-                        Ok(mut o) => answer(op, Ok(o.remove(0))),
-                        Err(e) => {
-                            tracing::error!(error = %e, "ledger write failed");
-                            answer(op, Err(e.to_string()));
+                        Ok(mut o) => {
+                            answer(op, Ok(o.remove(0)));
                         }
+                        Err(e) => fail(op, &e),
                     }
                 }
             }
         }
     }
 
+    /// One transaction of the batch, in named phases: pending holds, reservations, the hold rows,
+    /// settlements, releases (with the call records), the call log, the keys' last use; then the
+    /// commit, after which this writer remembers the balances and last uses it wrote.
     async fn apply(&mut self, ops: &[Op], pending: &[PendingHold]) -> DbResult<Vec<Outcome>> {
-        let at = now();
         // The batch statements have as many shapes as batch sizes. SQLite keeps the few common ones
         // prepared on its connection (a least-recently-used cache); PostgreSQL parses each.
         let cache = self.db.backend == Backend::Sqlite;
+        let mut b = Batch {
+            at: now(),
+            cache,
+            outcomes: ops.iter().map(|_| None).collect(),
+            seen: HashMap::new(),
+            holds: Vec::new(),
+        };
+        let mut tx = self.begin(ops).await?;
+        b.write_pending(&mut tx, pending, &mut self.balances)
+            .await?;
+        b.reserve(&mut tx, ops).await?;
+        b.insert_holds(&mut tx).await?;
+        let settled = b.settle(&mut tx, ops).await?;
+        let calls = b.release_and_record(&mut tx, ops, &settled).await?;
+        b.log_calls(&mut tx, &calls).await?;
+        let used = b.touch_keys(&mut tx, &calls, &self.last_used).await?;
+        tx.commit().await?;
+        self.remember(b.seen, used, b.at);
+        Ok(b.outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(Outcome::Done))
+            .collect())
+    }
+
+    /// Begins the write transaction; one of reservations only commits asynchronously on PostgreSQL
+    /// (see `run`).
+    async fn begin(&self, ops: &[Op]) -> DbResult<Tx> {
         let mut tx = self.db.begin_write().await?;
         let only_reserves = ops.iter().all(|op| matches!(op, Op::Reserve { .. }));
         if only_reserves && self.db.backend == Backend::Postgres {
@@ -454,258 +521,11 @@ impl Writer {
                 .execute(&mut *tx)
                 .await?;
         }
-        let mut outcomes: Vec<Option<Outcome>> = ops.iter().map(|_| None).collect();
-        // Balances this transaction leaves, for `balances` once it commits.
-        let mut seen: HashMap<String, i64> = HashMap::new();
-        let mut holds: Vec<(&str, &str, i64)> = Vec::new();
+        Ok(tx)
+    }
 
-        // Pending holds: one guarded decrement per account for all of its holds, which the database
-        // still checks (`balance >= total`): were the count of `balances` ever wrong, the holds of that
-        // account are dropped (their calls are free) rather than the balance going below zero.
-        if !pending.is_empty() {
-            let mut totals: Vec<(&str, i64)> = Vec::new();
-            for h in pending {
-                match totals.iter_mut().find(|(a, _)| *a == h.account_id) {
-                    Some((_, t)) => *t += h.price,
-                    None => totals.push((h.account_id.as_str(), h.price)),
-                }
-            }
-            let paid = take_groups(&mut tx, &totals, cache).await?;
-            for h in pending {
-                if paid.contains_key(&h.account_id) {
-                    holds.push((&h.request_id, &h.account_id, -h.price));
-                } else {
-                    tracing::error!(account = %h.account_id, "a pending hold exceeded the balance; dropped");
-                }
-            }
-            for (account, _) in &totals {
-                if !paid.contains_key(*account) {
-                    self.balances.remove(*account);
-                }
-            }
-            seen.extend(paid);
-        }
-
-        // Reservations. The batch's reservations are grouped by account; one statement takes from every
-        // account that can pay for all of its group (`balance >= group total`, checked per row, so the
-        // balance never goes below zero). An account that cannot pay for its whole group, which only
-        // happens near zero, is then served one reservation at a time, in arrival order.
-        let mut groups: Vec<(&str, i64, Vec<usize>)> = Vec::new();
-        let mut group_of: HashMap<&str, usize> = HashMap::new();
-        for (i, op) in ops.iter().enumerate() {
-            if let Op::Reserve {
-                account_id, price, ..
-            } = op
-            {
-                let g = *group_of.entry(account_id.as_str()).or_insert_with(|| {
-                    groups.push((account_id.as_str(), 0, Vec::new()));
-                    groups.len() - 1
-                });
-                groups[g].1 += *price;
-                groups[g].2.push(i);
-            }
-        }
-        let totals: Vec<(&str, i64)> = groups.iter().map(|(a, t, _)| (*a, *t)).collect();
-        let paid = take_groups(&mut tx, &totals, cache).await?;
-        seen.extend(paid.iter().map(|(a, b)| (a.clone(), *b)));
-        for (account, total, members) in &groups {
-            if let Some(after) = paid.get(*account) {
-                let mut balance = after + total;
-                for &i in members {
-                    if let Op::Reserve {
-                        request_id, price, ..
-                    } = &ops[i]
-                    {
-                        balance -= price;
-                        holds.push((request_id, account, -*price));
-                        outcomes[i] =
-                            Some(Outcome::Reserved(Reservation::Held { remaining: balance }));
-                    }
-                }
-                continue;
-            }
-            for &i in members {
-                let Op::Reserve {
-                    request_id, price, ..
-                } = &ops[i]
-                else {
-                    continue;
-                };
-                let held: Option<(i64,)> = sqlx::query_as(
-                    "UPDATE accounts SET balance = balance - $1 WHERE id = $2 AND balance >= $1 RETURNING balance",
-                )
-                .bind(*price)
-                .bind(*account)
-                .fetch_optional(&mut *tx)
-                .await?;
-                outcomes[i] = Some(Outcome::Reserved(match held {
-                    Some((remaining,)) => {
-                        holds.push((request_id, account, -*price));
-                        seen.insert(account.to_string(), remaining);
-                        Reservation::Held { remaining }
-                    }
-                    None => {
-                        let balance: Option<(i64,)> =
-                            sqlx::query_as("SELECT balance FROM accounts WHERE id = $1")
-                                .bind(*account)
-                                .fetch_optional(&mut *tx)
-                                .await?;
-                        if let Some((b,)) = balance {
-                            seen.insert(account.to_string(), b);
-                        }
-                        Reservation::Insufficient {
-                            balance: balance.map(|b| b.0).unwrap_or(0),
-                        }
-                    }
-                }));
-            }
-        }
-        if !holds.is_empty() {
-            let sql = format!(
-                "INSERT INTO credit_entries (kind, ref, account_id, amount, state, created_at, updated_at) VALUES {}",
-                rows(holds.len(), 3, 2, |r| format!(
-                    "('charge', ${}, ${}, ${}, 'held', $1, $1)",
-                    r,
-                    r + 1,
-                    r + 2
-                ))
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(cache)
-                .bind(at);
-            for (r, a, amount) in &holds {
-                q = q.bind(*r).bind(*a).bind(*amount);
-            }
-            q.execute(&mut *tx).await?;
-        }
-
-        // Settlements: every held charge of the batch flips in one statement.
-        let settle_refs: Vec<&str> = ops
-            .iter()
-            .filter_map(|op| match op {
-                Op::Settle { record, .. } => Some(record.request_id.as_str()),
-                _ => None,
-            })
-            .collect();
-        let mut settled: HashSet<String> = HashSet::new();
-        if !settle_refs.is_empty() {
-            let sql = format!(
-                "UPDATE credit_entries SET state = 'settled', updated_at = $1 \
-                 WHERE kind = 'charge' AND state = 'held' AND ref IN ({}) RETURNING ref",
-                (0..settle_refs.len())
-                    .map(|i| format!("${}", i + 2))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql))
-                .persistent(cache)
-                .bind(at);
-            for r in &settle_refs {
-                q = q.bind(*r);
-            }
-            settled = q
-                .fetch_all(&mut *tx)
-                .await?
-                .into_iter()
-                .map(|r| r.0)
-                .collect();
-        }
-
-        // Releases (failed calls, expired holds): one at a time, they are the rare path.
-        let mut calls: Vec<CallRecord> = Vec::new();
-        for (i, op) in ops.iter().enumerate() {
-            match op {
-                Op::Settle { record, .. } => {
-                    let done = settled.contains(&record.request_id);
-                    let mut record = record.clone();
-                    if !done {
-                        record.credits = 0;
-                    }
-                    calls.push(record);
-                    outcomes[i] = Some(Outcome::Settled(done));
-                }
-                Op::Release {
-                    request_id, record, ..
-                } => {
-                    if let Some((account, balance)) = release(&mut tx, request_id, at).await? {
-                        seen.insert(account, balance);
-                    }
-                    if let Some(record) = record {
-                        let mut record = record.clone();
-                        record.credits = 0;
-                        calls.push(record);
-                    }
-                    outcomes[i] = Some(Outcome::Done);
-                }
-                Op::Log { record } => {
-                    calls.push(record.clone());
-                    outcomes[i] = Some(Outcome::Done);
-                }
-                Op::Reserve { .. } => {}
-                Op::Flush { .. } | Op::Stop { .. } => outcomes[i] = Some(Outcome::Done),
-            }
-        }
-
-        // The call log, in one statement.
-        if !calls.is_empty() {
-            let sql = format!(
-                "INSERT INTO calls (request_id, account_id, key_id, key_prefix, endpoint, status, credits, created_at) VALUES {}",
-                rows(calls.len(), 7, 2, |r| format!(
-                    "(${}, ${}, ${}, ${}, ${}, ${}, ${}, $1)",
-                    r,
-                    r + 1,
-                    r + 2,
-                    r + 3,
-                    r + 4,
-                    r + 5,
-                    r + 6
-                ))
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(cache)
-                .bind(at);
-            for c in &calls {
-                q = q
-                    .bind(c.request_id.as_str())
-                    .bind(c.account_id.as_str())
-                    .bind(c.key_id.as_str())
-                    .bind(c.key_prefix.as_str())
-                    .bind(c.endpoint.as_str())
-                    .bind(i64::from(c.status))
-                    .bind(c.credits);
-            }
-            q.execute(&mut *tx).await?;
-        }
-
-        // Last use of the keys, at most once a minute per key.
-        let mut used: Vec<&str> = calls
-            .iter()
-            .map(|c| c.key_id.as_str())
-            .filter(|k| {
-                self.last_used
-                    .get(*k)
-                    .is_none_or(|t| at - t >= LAST_USED_EVERY)
-            })
-            .collect();
-        used.sort_unstable();
-        used.dedup();
-        if !used.is_empty() {
-            let sql = format!(
-                "UPDATE api_keys SET last_used_at = $1 WHERE id IN ({})",
-                (0..used.len())
-                    .map(|i| format!("${}", i + 2))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(cache)
-                .bind(at);
-            for k in &used {
-                q = q.bind(*k);
-            }
-            q.execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
+    /// After a commit: the balances the transaction left and the keys whose last use it wrote.
+    fn remember(&mut self, seen: HashMap<String, i64>, used: Vec<&str>, at: i64) {
         if self.balances.len() > 100_000 {
             self.balances.clear();
         }
@@ -716,112 +536,41 @@ impl Writer {
         for k in used {
             self.last_used.insert(k.to_string(), at);
         }
-        Ok(outcomes
-            .into_iter()
-            .map(|o| o.unwrap_or(Outcome::Done))
-            .collect())
     }
 }
 
-/// `n` rows of placeholders; row `i` starts at parameter `first + i * width`.
-fn rows(n: usize, width: usize, first: usize, row: impl Fn(usize) -> String) -> String {
-    (0..n)
-        .map(|i| row(first + i * width))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// Answers a failed operation. The failure is logged here only when no caller receives it (a call
+/// record, or a caller gone): a caller that does logs it once, with the request it fails.
+fn fail(op: Op, e: &sqlx::Error) {
+    if !answer(op, Err(e.to_string())) {
+        tracing::error!(error = %e, "ledger write failed");
+    }
 }
 
-/// Takes `total` from each account's balance where the balance covers it, in one statement; answers the
-/// balances after, of the accounts that paid.
-async fn take_groups(
-    tx: &mut Transaction<'static, Any>,
-    groups: &[(&str, i64)],
-    cache: bool,
-) -> DbResult<HashMap<String, i64>> {
-    if groups.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let cases: String = (0..groups.len())
-        .map(|g| format!("WHEN ${} THEN ${}", 2 * g + 1, 2 * g + 2))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let ids: String = (0..groups.len())
-        .map(|g| format!("${}", 2 * g + 1))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql = format!(
-        "UPDATE accounts SET balance = balance - (CASE id {cases} END) \
-         WHERE id IN ({ids}) AND balance >= (CASE id {cases} END) RETURNING id, balance"
-    );
-    let mut q = sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql)).persistent(cache);
-    for (account, total) in groups {
-        q = q.bind(*account).bind(*total);
-    }
-    Ok(q.fetch_all(&mut **tx).await?.into_iter().collect())
-}
-
-/// Releases a hold if still held; answers the account and its balance after the refund.
-async fn release(
-    tx: &mut Transaction<'static, Any>,
-    request_id: &str,
-    at: i64,
-) -> DbResult<Option<(String, i64)>> {
-    let released: Option<(String, i64)> = sqlx::query_as(
-        "UPDATE credit_entries SET state = 'released', updated_at = $1 \
-         WHERE kind = 'charge' AND ref = $2 AND state = 'held' RETURNING account_id, amount",
-    )
-    .bind(at)
-    .bind(request_id)
-    .fetch_optional(&mut **tx)
-    .await?;
-    let Some((account_id, amount)) = released else {
-        return Ok(None);
-    };
-    let (balance,): (i64,) = sqlx::query_as(
-        "UPDATE accounts SET balance = balance + $1 WHERE id = $2 RETURNING balance",
-    )
-    .bind(-amount)
-    .bind(account_id.as_str())
-    .fetch_one(&mut **tx)
-    .await?;
-    {
-        sqlx::query(
-            "INSERT INTO credit_entries (kind, ref, account_id, amount, state, created_at, updated_at) \
-             VALUES ('refund', $1, $2, $3, 'done', $4, $4)",
-        )
-        .bind(request_id)
-        .bind(account_id.as_str())
-        .bind(-amount)
-        .bind(at)
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(Some((account_id, balance)))
-}
-
-fn answer(op: Op, outcome: Result<Outcome, String>) {
-    let err = |m: &String| sqlx::Error::Protocol(m.clone());
-    let unexpected = || sqlx::Error::Protocol("unexpected ledger outcome".into());
+/// Sends each operation its answer; `Err` carries the failed transaction's message. Answers whether
+/// a caller received it (a caller that did logs a failure itself; see `Writer::run_part`).
+fn answer(op: Op, outcome: Result<Outcome, String>) -> bool {
+    let failed = |m: &String| LedgerError::WriteFailed(m.clone());
     match op {
-        Op::Reserve { reply, .. } => {
-            let _ = reply.send(match &outcome {
+        Op::Reserve { reply, .. } => reply
+            .send(match &outcome {
                 Ok(Outcome::Reserved(r)) => Ok(*r),
-                Ok(_) => Err(unexpected()),
-                Err(m) => Err(err(m)),
-            });
-        }
-        Op::Settle { reply, .. } => {
-            let _ = reply.send(match &outcome {
+                Ok(_) => Err(LedgerError::WrongOutcome),
+                Err(m) => Err(failed(m)),
+            })
+            .is_ok(),
+        Op::Settle { reply, .. } => reply
+            .send(match &outcome {
                 Ok(Outcome::Settled(b)) => Ok(*b),
-                Ok(_) => Err(unexpected()),
-                Err(m) => Err(err(m)),
-            });
-        }
-        Op::Release { reply, .. } => {
-            if let Some(reply) = reply {
-                let _ = reply.send(outcome.map(|_| ()).map_err(|m| err(&m)));
-            }
-        }
-        Op::Log { .. } | Op::Flush { .. } | Op::Stop { .. } => {}
+                Ok(_) => Err(LedgerError::WrongOutcome),
+                Err(m) => Err(failed(m)),
+            })
+            .is_ok(),
+        Op::Release { reply, .. } => reply.is_some_and(|reply| {
+            reply
+                .send(outcome.map(|_| ()).map_err(|m| failed(&m)))
+                .is_ok()
+        }),
+        Op::Log { .. } | Op::Flush { .. } | Op::Stop { .. } => false,
     }
 }
