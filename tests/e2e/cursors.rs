@@ -304,12 +304,23 @@ async fn upstream_failures_name_no_url_host_or_credential(b: Backend) {
     }
     assert!(!message.contains("http"), "no URL in the message: {text}");
     assert_eq!(env.stored_balance(EMAIL).await, 50, "nothing charged");
-    // The operator's detail: the URL (without its query string) under the request id.
-    let log = env.server.log_text();
+    // The operator's detail: the URL (without its query string) under the request id. The log
+    // reaches the test through a pipe and a reader thread, so it may trail the answer a little.
+    let logged = |log: &str| {
+        log.lines().any(|l| {
+            l.contains(&request_id) && l.contains(MARKER) && l.contains("connection refused")
+        })
+    };
+    let mut log = env.server.log_text();
+    for _ in 0..50 {
+        if logged(&log) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        log = env.server.log_text();
+    }
     assert!(
-        log.lines().any(|l| l.contains(&request_id)
-            && l.contains(MARKER)
-            && l.contains("connection refused")),
+        logged(&log),
         "no log line with the request id and the upstream URL:\n{log}"
     );
     env.finish(&[&key, CREDENTIAL]).await;
