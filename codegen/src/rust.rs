@@ -531,7 +531,7 @@ fn slot_ident(op: &Operation) -> syn::Ident {
 /// A platform's registration table: one typed handler slot per endpoint. A source fills the slots
 /// of what it serves; everything else (its endpoint list, the chains, the docs table) is read from it.
 fn handler_table(platform: &str, ops: &[&&Operation]) -> TokenStream {
-    let rt = quote!(crate::sources::slot);
+    let rt = quote!(crate::slot);
     let fields = ops.iter().map(|op| {
         let f = slot_ident(op);
         let s = format_ident!("{}", op_struct_name(op));
@@ -558,7 +558,7 @@ fn handler_table(platform: &str, ops: &[&&Operation]) -> TokenStream {
 /// Dispatch over every platform's table: which endpoints a source serves, whether a request is
 /// one it takes, and the call itself, each one arm per endpoint.
 fn dispatch(api: &Api, ops: &[&Operation]) -> TokenStream {
-    let rt = quote!(crate::sources::slot);
+    let rt = quote!(crate::slot);
     let platforms: Vec<syn::Ident> = api
         .platforms
         .iter()

@@ -83,7 +83,7 @@ fn every_platform_endpoint_has_a_handler_slot() {
         };
         let slot = codegen::names::slot_field(&op.path, platform);
         let request = codegen::names::platform_struct(&op.path, platform);
-        let field = format!("pub {slot}: Option<crate::sources::slot::Slot<{request}>>,");
+        let field = format!("pub {slot}: Option<crate::slot::Slot<{request}>>,");
         assert!(
             src.contains(&field),
             "no handler slot `{field}` in the output"
