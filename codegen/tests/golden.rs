@@ -64,6 +64,13 @@ fn typed_requests_source() {
     );
 }
 
+/// The violation rules' enum (`adapters::request::Rule`), compiled by `adapters`.
+#[test]
+fn violation_rules_source() {
+    let src = codegen::rule_source().expect("renders");
+    check_golden("rule.rs", &src);
+}
+
 #[test]
 fn generated_source_parses_as_rust() {
     let src = codegen::adapters_source(&api()).expect("renders");
