@@ -24,21 +24,11 @@ fn realistic_query(e: EndpointId) -> String {
             (ParamKind::Boolean, _) => "true".to_string(),
             _ => p.example.to_string(),
         };
-        pairs.push(format!("{}={}", p.name, encode(&value)));
+        pairs.push((p.name, value));
     }
-    pairs.join("&")
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            b' ' => "+".to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
 }
 
 fn main() {

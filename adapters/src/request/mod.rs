@@ -268,29 +268,28 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// Decodes one `application/x-www-form-urlencoded` component; `None` on a malformed escape or
-/// bytes that are not UTF-8.
+/// Decodes one `application/x-www-form-urlencoded` component: `+` is a space, `%XX` a byte.
+/// Stricter than the form rules, which pass a malformed escape through and replace bytes that
+/// are not UTF-8: either makes the value unreadable (`None`), so the client hears of it.
 fn decode_component(s: &str) -> Option<Cow<'_, str>> {
-    if !s.contains(['%', '+']) {
-        return Some(Cow::Borrowed(s));
+    // An escape is `%` and exactly two hex digits.
+    let well_formed = s.split('%').skip(1).all(|rest| {
+        rest.as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !well_formed {
+        return None;
     }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = bytes.get(i + 1..i + 3)?;
-                let hex = std::str::from_utf8(hex).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
+    if !s.contains('+') {
+        return percent_encoding::percent_decode_str(s).decode_utf8().ok();
     }
-    String::from_utf8(out).ok().map(Cow::Owned)
+    // `+` is replaced before decoding, so an escaped plus (`%2B`) stays a plus.
+    let spaced = s.replace('+', " ");
+    let decoded = percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8()
+        .ok()?;
+    Some(Cow::Owned(decoded.into_owned()))
 }
 
 impl<'a> Params<'a> {
@@ -832,6 +831,32 @@ mod tests {
         assert_eq!(decode_component("%zz"), None);
         assert_eq!(decode_component("%ff"), None, "lone 0xff is not UTF-8");
         assert_eq!(decode_component("%4"), None);
+        assert_eq!(decode_component("%%41"), None);
+        assert_eq!(decode_component("a%2Bb+c").as_deref(), Some("a+b c"));
+        assert_eq!(decode_component("100%25").as_deref(), Some("100%"));
+        // A sign is not a hex digit (the hand-written decoder took `%+1` for byte 1).
+        assert_eq!(decode_component("%+1"), None);
+    }
+
+    /// Whatever the form serialiser writes, the parser reads back unchanged.
+    #[test]
+    fn reads_what_the_form_serialiser_writes() {
+        for value in [
+            "rust async",
+            "a+b",
+            "100%",
+            "~*'()!",
+            "Grüße ✓",
+            "x=y&z",
+            "",
+        ] {
+            let encoded: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
+            assert_eq!(
+                decode_component(&encoded).as_deref(),
+                Some(value),
+                "{encoded}"
+            );
+        }
     }
 
     #[test]
