@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use adapters::api::EndpointId;
-use adapters::request::ParamKind;
+use adapters::request::{Needed, ParamKind};
 
 /// Every parameter with a realistic value: the catalogue example, a mid-range number, a
 /// non-default choice, and a cursor of a typical size.
@@ -24,21 +24,34 @@ fn realistic_query(e: EndpointId) -> String {
             (ParamKind::Boolean, _) => "true".to_string(),
             _ => p.example.to_string(),
         };
-        pairs.push(format!("{}={}", p.name, encode(&value)));
+        pairs.push((p.name, value));
     }
-    pairs.join("&")
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
+    // At most one of each exclusive group (the forum post's `url` or `id`).
+    for group in meta.exclusive {
+        let mut seen = false;
+        pairs.retain(|(n, _)| {
+            let member = group.contains(n);
+            let keep = !(member && seen);
+            seen |= member;
+            keep
+        });
+    }
+    // Within the catalogue's cross-parameter rules (the forum's `after` only with `sort=new`).
+    for rule in meta.requires {
+        if !rule.when.iter().any(|w| pairs.iter().any(|(n, _)| n == w)) {
+            continue;
+        }
+        for (name, need) in rule.then {
+            if let Needed::OneOf(values) = need
+                && let Some(pair) = pairs.iter_mut().find(|(n, _)| n == name)
+            {
+                pair.1 = values[0].to_string();
             }
-            b' ' => "+".to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+        }
+    }
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
 }
 
 fn main() {

@@ -8,7 +8,11 @@ use crate::request::{DateBound, SpanUnit};
 fn rules(raw: &str) -> Vec<(String, &'static str)> {
     match Search::from_query(raw) {
         Ok(_) => Vec::new(),
-        Err(v) => v.0.into_iter().map(|v| (v.parameter, v.rule)).collect(),
+        Err(v) => {
+            v.0.into_iter()
+                .map(|v| (v.parameter, v.rule.as_str()))
+                .collect()
+        }
     }
 }
 

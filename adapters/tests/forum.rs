@@ -274,7 +274,7 @@ fn another_order_with_dates_is_refused() {
         .expect_err("refused by the parser");
     assert_eq!(v.0.len(), 1, "{v:?}");
     assert_eq!(
-        (v.0[0].parameter.as_str(), v.0[0].rule),
+        (v.0[0].parameter.as_str(), v.0[0].rule.as_str()),
         ("before", "requires")
     );
     assert!(v.0[0].message.contains("sort=new"), "{}", v.0[0].message);

@@ -284,7 +284,11 @@ mod cross_parameter {
             .expect("in the table");
         match id.parse(&query(pairs)) {
             Ok(_) => Vec::new(),
-            Err(v) => v.0.into_iter().map(|v| (v.parameter, v.rule)).collect(),
+            Err(v) => {
+                v.0.into_iter()
+                    .map(|v| (v.parameter, v.rule.as_str()))
+                    .collect()
+            }
         }
     }
 
@@ -388,7 +392,7 @@ mod cross_parameter {
             Ok(_) => Vec::new(),
             Err(v) => {
                 v.0.into_iter()
-                    .map(|v| (v.parameter, v.rule, v.message))
+                    .map(|v| (v.parameter, v.rule.as_str(), v.message))
                     .collect()
             }
         }

@@ -20,7 +20,7 @@ fn the_committed_source_table_matches_the_registrations() {
         + doc[start..]
             .find(END)
             .expect("docs/platforms.md has the table's end marker");
-    let derived = adapters::sources::table::markdown();
+    let derived = adapters::registry::table();
     if std::env::var_os("UPDATE_DOCS").is_some() {
         let updated = format!("{}{derived}{}", &doc[..start], &doc[end..]);
         std::fs::write(&path, updated).expect("docs/platforms.md is writable");
@@ -38,13 +38,13 @@ fn the_committed_source_table_matches_the_registrations() {
 fn a_source_without_a_function_shows_as_not_served() {
     // No source has a function for the video transcript: the table says so, and the endpoint is
     // served by nobody (501 NOT_CONFIGURED at run time, not a failed call).
-    let table = adapters::sources::table::markdown();
+    let table = adapters::registry::table();
     let row = table
         .lines()
         .find(|l| l.starts_with("| `/v1/video/video/transcript` |"))
         .expect("a row per endpoint");
     assert_eq!(row, "| `/v1/video/video/transcript` | - | - |");
-    assert!(adapters::sources::all().iter().all(|s| {
+    assert!(adapters::platforms::all().iter().all(|s| {
         !s.endpoints()
             .any(|e| e.meta().path == "/v1/video/video/transcript")
     }));

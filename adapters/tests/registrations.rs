@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use adapters::api::{EndpointId, Request};
-use adapters::sources::{Sources, SourcesConfig, all};
+use adapters::platforms::all;
+use adapters::sources::{Sources, SourcesConfig};
 use adapters::upstream::guard::HostGuard;
 use adapters::upstream::{Ctx, Http};
 

@@ -365,7 +365,7 @@ async fn hostile_values_never_change_an_upstream_path() {
     let mut sent = 0;
     for (id, base, endpoint, query, before, after) in cases {
         // Only this source is on, so nothing can fall back to a real upstream.
-        let mut tables: Vec<support::SourceAt> = adapters::sources::all()
+        let mut tables: Vec<support::SourceAt> = adapters::platforms::all()
             .iter()
             .map(|s| s.meta().id)
             .filter(|other| other != id)

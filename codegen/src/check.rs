@@ -157,16 +157,20 @@ impl Operation {
         }
         let wanted =
             |p: &&ParamSpec| p.required || self.one_of.iter().any(|g| g.first() == Some(&p.name));
-        let query: Vec<String> = self
+        let query: Vec<(&str, &str)> = self
             .params
             .iter()
             .filter(wanted)
-            .map(|p| format!("{}={}", p.name, url_encode(&p.example)))
+            .map(|p| (p.name.as_str(), p.example.as_str()))
             .collect();
         let mut out = format!("{} {}", method_str(self.method), path);
         if !query.is_empty() {
             out.push('?');
-            out.push_str(&query.join("&"));
+            out.push_str(
+                &form_urlencoded::Serializer::new(String::new())
+                    .extend_pairs(query)
+                    .finish(),
+            );
         }
         if let Some(body) = &self.body {
             let fields: serde_json::Map<String, Value> = body
@@ -187,19 +191,6 @@ pub fn method_str(m: Method) -> &'static str {
         Method::Post => "POST",
         Method::Delete => "DELETE",
     }
-}
-
-fn url_encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 #[derive(Debug, Clone)]

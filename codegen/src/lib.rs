@@ -7,6 +7,7 @@ pub mod check;
 pub mod model;
 pub mod names;
 pub mod openapi;
+pub mod rules;
 pub mod rust;
 
 use std::path::Path;
@@ -34,6 +35,14 @@ pub fn load(path: &Path) -> Result<Api, Vec<String>> {
 /// The typed-request module included by `adapters`.
 pub fn adapters_source(api: &Api) -> Result<String, String> {
     rust::render(rust::typed_requests(api))
+}
+
+/// The violation rules' enum, included by `adapters::request` (see [`rules`]).
+pub fn rule_source() -> Result<String, String> {
+    rust::render_from(
+        rules::rust(),
+        "codegen/src/rules.rs. Do not edit: change the list there",
+    )
 }
 
 /// The OpenAPI 3.1.0 document, pretty-printed with a trailing newline (the committed form).
@@ -88,8 +97,11 @@ fn out_dir() -> std::path::PathBuf {
     std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"))
 }
 
-/// For `adapters/build.rs`: writes `$OUT_DIR/<name>.rs` for each catalogue given.
+/// For `adapters/build.rs`: writes `$OUT_DIR/<name>.rs` for each catalogue given, and
+/// `$OUT_DIR/rule.rs` (the violation rules, which no catalogue changes).
 pub fn build_adapters(catalogues: &[(&Path, &str)]) {
+    let rules = rule_source().unwrap_or_else(|e| panic!("{e}"));
+    write_if_changed(&out_dir().join("rule.rs"), &rules);
     for (path, name) in catalogues {
         let api = load_or_exit(path);
         let src = adapters_source(&api).unwrap_or_else(|e| panic!("{e}"));

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::check::{Api, Kind, Needed, OpKind, Operation, ParamSpec, method_str};
 use crate::model::Auth;
+use crate::rules;
 
 const ERROR_ENVELOPE: &str = "#/components/schemas/ErrorEnvelope";
 
@@ -336,8 +337,7 @@ fn violation_schema() -> Value {
             "in": { "type": "string", "enum": ["query", "path", "body"] },
             "rule": {
                 "type": "string",
-                "enum": ["required", "one_of", "unknown_parameter", "repeated", "empty", "min_length", "max_length", "pattern",
-                         "format", "integer", "minimum", "maximum", "boolean", "enum", "type", "body", "requires", "exclusive", "refused"],
+                "enum": rules::names().collect::<Vec<_>>(),
                 "description": "the rule that was broken"
             },
             "message": { "type": "string" }

@@ -64,6 +64,13 @@ fn typed_requests_source() {
     );
 }
 
+/// The violation rules' enum (`adapters::request::Rule`), compiled by `adapters`.
+#[test]
+fn violation_rules_source() {
+    let src = codegen::rule_source().expect("renders");
+    check_golden("rule.rs", &src);
+}
+
 #[test]
 fn generated_source_parses_as_rust() {
     let src = codegen::adapters_source(&api()).expect("renders");
@@ -83,7 +90,7 @@ fn every_platform_endpoint_has_a_handler_slot() {
         };
         let slot = codegen::names::slot_field(&op.path, platform);
         let request = codegen::names::platform_struct(&op.path, platform);
-        let field = format!("pub {slot}: Option<crate::sources::slot::Slot<{request}>>,");
+        let field = format!("pub {slot}: Option<crate::slot::Slot<{request}>>,");
         assert!(
             src.contains(&field),
             "no handler slot `{field}` in the output"

@@ -3,7 +3,7 @@
 
 use adapters::api::{EndpointId, Request};
 use adapters::item::Page;
-use adapters::request::{Location, Violation, Violations};
+use adapters::request::{Location, Rule, Violation, Violations};
 use adapters::sources::{CallError, Sources};
 use axum::Json;
 use axum::extract::Request as HttpRequest;
@@ -264,7 +264,7 @@ fn call_error(request: &Request, e: CallError) -> ApiError {
                 Violations(vec![Violation {
                     parameter: "cursor".into(),
                     location: Location::Query,
-                    rule: "format",
+                    rule: Rule::Format,
                     message: format!("`cursor` {}", refusal.message()),
                 }]),
                 meta.example,
@@ -277,7 +277,7 @@ fn call_error(request: &Request, e: CallError) -> ApiError {
                     message: format!("`{parameter}` is refused: {message}"),
                     parameter,
                     location: Location::Query,
-                    rule: "refused",
+                    rule: Rule::Refused,
                 }]),
                 meta.example,
             )

@@ -10,19 +10,12 @@
 use std::collections::BTreeSet;
 
 use adapters::api::{ENDPOINTS, EndpointId, grammar};
-use adapters::request::{Grammar, Needed, Violations};
+use adapters::request::{Grammar, Needed, Rule, Violations};
 use serde_json::{Value, json};
 use server::http::RawInput;
 
 fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 /// The grammars whose pattern is `pattern` (several grammars may share one).
@@ -299,4 +292,25 @@ fn validator_and_schema_agree_on_every_parameter() {
         "the invalid_by_parser examples were not reached"
     );
     assert_eq!(seen_ops.len(), server::api::ROUTES.len());
+}
+
+/// `error.violations[].rule` as the document states it is exactly what the runtime sends.
+#[test]
+fn violation_rules_agree_with_the_document() {
+    let doc: Value = serde_json::from_str(server::api::OPENAPI_JSON).unwrap();
+    let documented: Vec<&str> =
+        doc["components"]["schemas"]["Violation"]["properties"]["rule"]["enum"]
+            .as_array()
+            .expect("the document lists the violation rules")
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+    let sent: Vec<Value> = Rule::ALL
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect();
+    assert_eq!(
+        sent,
+        documented.iter().map(|r| json!(r)).collect::<Vec<_>>()
+    );
 }

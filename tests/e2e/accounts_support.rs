@@ -297,7 +297,7 @@ impl SourceAt {
 /// disables every other one, so no request can leave this machine. `top` is TOML for the
 /// `[sources]` table itself (`allow_private_hosts = false`, `[sources.host_overrides]` ...).
 pub fn only_sources(top: &str, tables: &[SourceAt]) -> String {
-    let ids: Vec<&str> = adapters::sources::all()
+    let ids: Vec<&str> = adapters::platforms::all()
         .iter()
         .map(|s| s.meta().id)
         .collect();

@@ -88,7 +88,7 @@ fn example(e: &EndpointMeta, name: &str) -> String {
 }
 
 fn served_here(id: EndpointId) -> bool {
-    adapters::sources::all()
+    adapters::platforms::all()
         .iter()
         .any(|s| s.meta().endpoints.contains(&id))
 }
@@ -202,7 +202,7 @@ fn cases() -> Vec<Case> {
             // The unsigned form of earlier releases, `base64url(source id, newline, state)`, naming
             // each source that serves the endpoint, with a hostile state: refused by the signature
             // before the source could read it.
-            let own_source: Vec<String> = adapters::sources::all()
+            let own_source: Vec<String> = adapters::platforms::all()
                 .iter()
                 .filter(|s| s.meta().endpoints.contains(&id))
                 .map(|s| {
@@ -240,7 +240,7 @@ fn cases() -> Vec<Case> {
 /// Every source enabled on the fake upstream with a credential; two names pinned to addresses a
 /// client may not reach.
 fn config(up: &FakeUpstream) -> String {
-    let tables: Vec<_> = adapters::sources::all()
+    let tables: Vec<_> = adapters::platforms::all()
         .iter()
         .map(|s| at(s.meta().id, up.url("/up")).with("credential = \"test-credential\""))
         .collect();

@@ -516,7 +516,7 @@ async fn status_follows_the_configured_sources(b: Backend) {
     assert_eq!(st, 200, "{body}");
     assert_schema("Status", &body);
     let platforms = body["platforms"].as_array().expect("platforms");
-    let all = adapters::sources::all();
+    let all = adapters::platforms::all();
     let mut names: Vec<&str> = Vec::new();
     for p in platforms {
         let name = p["platform"].as_str().unwrap();

@@ -335,18 +335,9 @@ impl Reply {
     }
 }
 
-/// Percent-encodes a query component (everything but unreserved characters).
+/// Encodes a query component as an HTML form does (`+` for a space), the form the service reads.
 pub fn enc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

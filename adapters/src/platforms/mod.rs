@@ -13,7 +13,9 @@ pub mod web;
 
 use crate::sources::Source;
 
-pub fn sources() -> Vec<&'static Source> {
+/// Every source this build knows, in default chain order per platform (`registry` builds the
+/// chains from it).
+pub fn all() -> Vec<&'static Source> {
     vec![
         // techforum, decentral, fediverse
         &techforum::algolia::SOURCE,

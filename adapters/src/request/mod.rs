@@ -15,6 +15,14 @@ use serde_json::Value;
 
 pub use parse::{DateBound, IssueRef, RepoRef, SpanUnit};
 
+/// The violation rules, generated from the generator's one list (`codegen::rules::RULES`), which
+/// the OpenAPI schema of `error.violations` is emitted from too.
+#[allow(clippy::all, clippy::pedantic)]
+mod rule {
+    include!(concat!(env!("OUT_DIR"), "/rule.rs"));
+}
+pub use rule::Rule;
+
 /// Where a parameter was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -30,13 +38,8 @@ pub struct Violation {
     pub parameter: String,
     #[serde(rename = "in")]
     pub location: Location,
-    /// Machine name of the rule: `required`, `one_of`, `unknown_parameter`, `repeated`, `empty`,
-    /// `min_length`, `max_length`, `pattern`, `format`, `integer`, `minimum`, `maximum`, `boolean`,
-    /// `enum`, `type`, `body`, `requires` (given without the value or parameter a catalogue rule
-    /// needs beside it), `exclusive` (given together with a parameter it cannot be combined with),
-    /// or `refused` (valid by every rule of the request, but the service will not serve it: a host
-    /// that is not public).
-    pub rule: &'static str,
+    /// The rule broken, serialised as its machine name (see [`Rule`]).
+    pub rule: Rule,
     pub message: String,
 }
 
@@ -265,29 +268,28 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// Decodes one `application/x-www-form-urlencoded` component; `None` on a malformed escape or
-/// bytes that are not UTF-8.
+/// Decodes one `application/x-www-form-urlencoded` component: `+` is a space, `%XX` a byte.
+/// Stricter than the form rules, which pass a malformed escape through and replace bytes that
+/// are not UTF-8: either makes the value unreadable (`None`), so the client hears of it.
 fn decode_component(s: &str) -> Option<Cow<'_, str>> {
-    if !s.contains(['%', '+']) {
-        return Some(Cow::Borrowed(s));
+    // An escape is `%` and exactly two hex digits.
+    let well_formed = s.split('%').skip(1).all(|rest| {
+        rest.as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !well_formed {
+        return None;
     }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = bytes.get(i + 1..i + 3)?;
-                let hex = std::str::from_utf8(hex).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
+    if !s.contains('+') {
+        return percent_encoding::percent_decode_str(s).decode_utf8().ok();
     }
-    String::from_utf8(out).ok().map(Cow::Owned)
+    // `+` is replaced before decoding, so an escaped plus (`%2B`) stays a plus.
+    let spaced = s.replace('+', " ");
+    let decoded = percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8()
+        .ok()?;
+    Some(Cow::Owned(decoded.into_owned()))
 }
 
 impl<'a> Params<'a> {
@@ -299,7 +301,7 @@ impl<'a> Params<'a> {
         }
     }
 
-    fn violate(&mut self, parameter: &str, rule: &'static str, message: String) {
+    fn violate(&mut self, parameter: &str, rule: Rule, message: String) {
         self.violations.0.push(Violation {
             parameter: parameter.to_string(),
             location: self.location,
@@ -330,7 +332,7 @@ impl<'a> Params<'a> {
             let shown = echo(&name);
             self.violate(
                 &shown,
-                "unknown_parameter",
+                Rule::UnknownParameter,
                 format!("unknown {noun} `{shown}`{hint}; {list}"),
             );
             return;
@@ -340,12 +342,12 @@ impl<'a> Params<'a> {
                 .violations
                 .0
                 .iter()
-                .any(|v| v.rule == "repeated" && v.parameter == name)
+                .any(|v| v.rule == Rule::Repeated && v.parameter == name)
             {
                 let noun = self.noun();
                 self.violate(
                     &name,
-                    "repeated",
+                    Rule::Repeated,
                     format!("`{name}` is given more than once; give each {noun} once"),
                 );
             }
@@ -365,7 +367,7 @@ impl<'a> Params<'a> {
                     let name = k.map(|k| echo(&k)).unwrap_or_else(|| echo(pair));
                     p.violate(
                         &name,
-                        "format",
+                        Rule::Format,
                         format!("`{name}`: the query string has a malformed percent-escape or is not UTF-8"),
                     );
                 }
@@ -413,7 +415,7 @@ impl<'a> Params<'a> {
                 };
                 p.violate(
                     "body",
-                    "body",
+                    Rule::Body,
                     format!("the body must be a JSON object, not {kind}"),
                 );
             }
@@ -429,7 +431,7 @@ impl<'a> Params<'a> {
                 .violations
                 .0
                 .iter()
-                .any(|v| v.parameter == name && matches!(v.rule, "repeated" | "format"))
+                .any(|v| v.parameter == name && matches!(v.rule, Rule::Repeated | Rule::Format))
     }
 
     /// Given with a value that broke no rule of its own: only such values take part in the
@@ -469,7 +471,7 @@ impl<'a> Params<'a> {
                 let kind = *kind;
                 self.violate(
                     name,
-                    "type",
+                    Rule::Type,
                     format!("`{name}` must be a string, not {kind}"),
                 );
                 return None;
@@ -491,13 +493,17 @@ impl<'a> Params<'a> {
             } else {
                 ""
             };
-            self.violate(name, "empty", format!("`{name}` must not be empty{how}"));
+            self.violate(
+                name,
+                Rule::Empty,
+                format!("`{name}` must not be empty{how}"),
+            );
             return None;
         }
         if len > max_length as usize {
             self.violate(
                 name,
-                "max_length",
+                Rule::MaxLength,
                 format!("`{name}` is {len} characters long; the limit is {max_length}"),
             );
             return None;
@@ -505,7 +511,7 @@ impl<'a> Params<'a> {
         if len < min_length as usize {
             self.violate(
                 name,
-                "min_length",
+                Rule::MinLength,
                 format!(
                     "`{name}` must be at least {min_length} characters long{}",
                     got(&value)
@@ -518,7 +524,7 @@ impl<'a> Params<'a> {
         {
             self.violate(
                 name,
-                "pattern",
+                Rule::Pattern,
                 format!("`{name}` must be {}{}", g.description, got(&value)),
             );
             return None;
@@ -551,7 +557,7 @@ impl<'a> Params<'a> {
         match parse(&value) {
             Ok(v) => Some(v),
             Err(why) => {
-                self.violate(name, "format", format!("`{name}`: {why}"));
+                self.violate(name, Rule::Format, format!("`{name}`: {why}"));
                 None
             }
         }
@@ -570,7 +576,7 @@ impl<'a> Params<'a> {
         if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
             self.violate(
                 name,
-                "integer",
+                Rule::Integer,
                 format!("`{name}` must be a whole number from {min} to {max} (got `{got}`)"),
             );
             return None;
@@ -583,7 +589,7 @@ impl<'a> Params<'a> {
         if n < min {
             self.violate(
                 name,
-                "minimum",
+                Rule::Minimum,
                 format!("`{name}` must be from {min} to {max} (got `{got}`)"),
             );
             return None;
@@ -591,7 +597,7 @@ impl<'a> Params<'a> {
         if n > max {
             self.violate(
                 name,
-                "maximum",
+                Rule::Maximum,
                 format!("`{name}` must be from {min} to {max} (got `{got}`)"),
             );
             return None;
@@ -608,7 +614,7 @@ impl<'a> Params<'a> {
                 let got = echo(other);
                 self.violate(
                     name,
-                    "boolean",
+                    Rule::Boolean,
                     format!("`{name}` must be `true` or `false` (got `{got}`)"),
                 );
                 None
@@ -633,7 +639,7 @@ impl<'a> Params<'a> {
                 };
                 self.violate(
                     name,
-                    "enum",
+                    Rule::Enum,
                     format!("`{name}` must be one of: {}{got}", C::VALUES.join(", ")),
                 );
                 None
@@ -648,7 +654,7 @@ impl<'a> Params<'a> {
             let noun = self.noun();
             self.violate(
                 name,
-                "required",
+                Rule::Required,
                 format!("`{name}` is required; this {noun} is missing"),
             );
         }
@@ -666,7 +672,7 @@ impl<'a> Params<'a> {
             let noun = self.noun();
             self.violate(
                 names[0],
-                "one_of",
+                Rule::OneOf,
                 format!("one of {list} is required; give at least one {noun}"),
             );
         }
@@ -721,7 +727,7 @@ impl<'a> Params<'a> {
         for name in triggered {
             self.violate(
                 name,
-                "requires",
+                Rule::Requires,
                 format!(
                     "`{name}` can be used only with {problem}; change that or leave `{name}` out"
                 ),
@@ -741,7 +747,7 @@ impl<'a> Params<'a> {
             for name in rest {
                 self.violate(
                     name,
-                    "exclusive",
+                    Rule::Exclusive,
                     format!(
                         "`{name}` cannot be combined with `{first}`; give only one {noun} of {}",
                         names
@@ -764,6 +770,60 @@ impl<'a> Params<'a> {
 mod tests {
     use super::*;
 
+    /// The wire names are the ones clients have always read in `error.violations[].rule`.
+    #[test]
+    fn rules_serialise_to_their_wire_names() {
+        let wire: Vec<String> = Rule::ALL
+            .iter()
+            .map(|r| {
+                serde_json::to_value(r)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            wire,
+            [
+                "required",
+                "one_of",
+                "unknown_parameter",
+                "repeated",
+                "empty",
+                "min_length",
+                "max_length",
+                "pattern",
+                "format",
+                "integer",
+                "minimum",
+                "maximum",
+                "boolean",
+                "enum",
+                "type",
+                "body",
+                "requires",
+                "exclusive",
+                "refused",
+            ]
+        );
+        assert!(
+            Rule::ALL
+                .iter()
+                .all(|r| wire.contains(&r.as_str().to_string()))
+        );
+        let v = Violation {
+            parameter: "limit".into(),
+            location: Location::Query,
+            rule: Rule::OneOf,
+            message: "m".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&v).unwrap(),
+            serde_json::json!({"parameter": "limit", "in": "query", "rule": "one_of", "message": "m"})
+        );
+    }
+
     #[test]
     fn decodes_form_components() {
         assert_eq!(decode_component("a+b%20c").as_deref(), Some("a b c"));
@@ -771,6 +831,32 @@ mod tests {
         assert_eq!(decode_component("%zz"), None);
         assert_eq!(decode_component("%ff"), None, "lone 0xff is not UTF-8");
         assert_eq!(decode_component("%4"), None);
+        assert_eq!(decode_component("%%41"), None);
+        assert_eq!(decode_component("a%2Bb+c").as_deref(), Some("a+b c"));
+        assert_eq!(decode_component("100%25").as_deref(), Some("100%"));
+        // A sign is not a hex digit (the hand-written decoder took `%+1` for byte 1).
+        assert_eq!(decode_component("%+1"), None);
+    }
+
+    /// Whatever the form serialiser writes, the parser reads back unchanged.
+    #[test]
+    fn reads_what_the_form_serialiser_writes() {
+        for value in [
+            "rust async",
+            "a+b",
+            "100%",
+            "~*'()!",
+            "Grüße ✓",
+            "x=y&z",
+            "",
+        ] {
+            let encoded: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
+            assert_eq!(
+                decode_component(&encoded).as_deref(),
+                Some(value),
+                "{encoded}"
+            );
+        }
     }
 
     #[test]
@@ -791,7 +877,7 @@ mod tests {
             Ok(_) => Vec::new(),
             Err(v) => {
                 v.0.into_iter()
-                    .map(|v| (v.parameter, v.rule, v.message))
+                    .map(|v| (v.parameter, v.rule.as_str(), v.message))
                     .collect()
             }
         }
@@ -860,7 +946,7 @@ mod tests {
         assert_eq!(p.text("name", 1, 10, None, None), None);
         let v = p.finish().expect_err("the text field refuses a number");
         assert_eq!(
-            (v.0.len(), v.0[0].parameter.as_str(), v.0[0].rule),
+            (v.0.len(), v.0[0].parameter.as_str(), v.0[0].rule.as_str()),
             (1, "name", "type")
         );
         let body = serde_json::json!({ "credits": 2.5 });

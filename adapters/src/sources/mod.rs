@@ -5,11 +5,8 @@
 
 pub mod config;
 pub mod health;
-pub mod slot;
 pub mod table;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -23,51 +20,10 @@ pub use config::{SourceSettings, SourcesConfig};
 pub use health::BreakerState;
 use health::{Health, Outcome, Skip};
 
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// How one source failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceError {
-    /// Connection error, timeout, 5xx or refused access: the next source may do better.
-    Unavailable(String),
-    /// The upstream said 429.
-    RateLimited,
-    /// The answer could not be understood.
-    Malformed(String),
-    /// The thing asked for does not exist upstream.
-    NotFound,
-    /// The upstream refused the request itself (a 4xx other than 404/429).
-    Rejected(String),
-    /// This source cannot serve this request on this deployment (for example no credential for
-    /// the host asked for); the next source may.
-    NotConfigured(String),
-}
-
-impl SourceError {
-    /// Whether the next source in the chain should be tried.
-    pub fn falls_back(&self) -> bool {
-        matches!(
-            self,
-            SourceError::Unavailable(_)
-                | SourceError::RateLimited
-                | SourceError::Malformed(_)
-                | SourceError::NotConfigured(_)
-        )
-    }
-}
-
-impl std::fmt::Display for SourceError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SourceError::Unavailable(why) => write!(f, "unavailable: {why}"),
-            SourceError::RateLimited => f.write_str("rate-limited by the upstream"),
-            SourceError::Malformed(why) => write!(f, "unreadable answer: {why}"),
-            SourceError::NotFound => f.write_str("not found upstream"),
-            SourceError::Rejected(why) => write!(f, "request refused: {why}"),
-            SourceError::NotConfigured(why) => write!(f, "not configured: {why}"),
-        }
-    }
-}
+// Re-exported so that sources keep one import for the framework they plug into.
+pub use crate::error::SourceError;
+pub use crate::slot;
+pub use crate::upstream::BoxFuture;
 
 /// How a whole call failed, as the server maps it to the spec's codes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,11 +114,6 @@ impl Source {
     }
 }
 
-/// Every source this build knows, in default chain order per platform.
-pub fn all() -> Vec<&'static Source> {
-    crate::platforms::sources()
-}
-
 struct Entry {
     source: &'static Source,
     settings: SourceSettings,
@@ -227,9 +178,14 @@ pub struct SourceInfo {
 }
 
 impl Sources {
-    /// The configured sources, sealing cursors with a secret of this process only until
-    /// [`Sources::set_cursor_keys`] hands over the deployment's shared one.
-    pub fn new(config: &SourcesConfig) -> Result<Self, String> {
+    /// The chains of `registry` (the sources this build knows, in default chain order) as
+    /// `config` sets them up, sealing cursors with a secret of this process only until
+    /// [`Sources::set_cursor_keys`] hands over the deployment's shared one. `Sources::new` (in
+    /// `crate::registry`) passes every built-in source.
+    pub fn with_registry(
+        config: &SourcesConfig,
+        registry: Vec<&'static Source>,
+    ) -> Result<Self, String> {
         let guard = Arc::new(HostGuard::new(
             config.allow_private_hosts,
             config.host_overrides.clone(),
@@ -239,7 +195,7 @@ impl Sources {
         }
         let guarded_http = Http::guarded(guard.clone())?;
         let mut entries: Vec<Entry> = Vec::new();
-        for source in all() {
+        for source in registry {
             let settings = config.settings_for(source);
             let health = Health::new(health::Policy {
                 failures: config.breaker_failures,

@@ -3,12 +3,12 @@
 
 use crate::api::{EndpointId, PLATFORMS};
 
-use super::{Source, all};
+use super::Source;
 
-/// One Markdown table per platform: its endpoints down, its sources across in built-in chain
-/// order. A cell says whether the source serves the endpoint, and on what condition.
-pub fn markdown() -> String {
-    let sources = all();
+/// One Markdown table per platform: its endpoints down, its sources across in the order given
+/// (the built-in chain order, see `registry::table`). A cell says whether the source serves the
+/// endpoint, and on what condition.
+pub fn markdown(sources: &[&'static Source]) -> String {
     let mut out = String::from(
         "`yes`: served; `with credential`: served once the source has its credential;\n\
          `some requests`: served for the requests the source takes, the others go down the chain;\n\

@@ -9,6 +9,8 @@ pub mod guard;
 pub mod html;
 pub mod path;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -16,8 +18,11 @@ use std::time::{Duration, Instant};
 use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
 
+use crate::error::SourceError;
 use crate::item::{Item, Page};
-use crate::sources::{BoxFuture, SourceError};
+
+/// A boxed future a source hands to the framework (handlers, bounded fan-out).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The page of a lookup: the item, or `NotFound` when the upstream's answer holds none.
 pub fn found(item: Option<Item>) -> Result<Page, SourceError> {

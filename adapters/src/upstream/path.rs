@@ -4,7 +4,7 @@
 //! Values that come from a cursor or an upstream's answer are also checked against the upstream's
 //! own id grammar ([`digits`]) before use.
 
-use crate::sources::SourceError;
+use crate::error::SourceError;
 
 /// `value` percent-encoded as exactly one path segment (everything but RFC 3986 unreserved
 /// characters), or a refusal for a value that cannot be one: empty, `.` or `..`.

@@ -202,11 +202,11 @@ pub mod demo {
     ///What one source of `demo` serves: a handler per endpoint, `None` where it serves none.
     pub struct Handlers {
         ///`GET /v1/demo/search`
-        pub search: Option<crate::sources::slot::Slot<Search>>,
+        pub search: Option<crate::slot::Slot<Search>>,
         ///`GET /v1/demo/item`
-        pub item: Option<crate::sources::slot::Slot<Item>>,
+        pub item: Option<crate::slot::Slot<Item>>,
         ///`GET /v1/demo/echo`
-        pub echo: Option<crate::sources::slot::Slot<Echo>>,
+        pub echo: Option<crate::slot::Slot<Echo>>,
     }
     impl Handlers {
         /// Serves nothing; a source's table starts from it (`..Handlers::NONE`).
@@ -443,16 +443,16 @@ impl Handlers {
         }
     }
     /// The slot of `endpoint`, or `None` when this source does not serve it.
-    pub fn slot(&self, endpoint: EndpointId) -> Option<crate::sources::slot::SlotMeta> {
+    pub fn slot(&self, endpoint: EndpointId) -> Option<crate::slot::SlotMeta> {
         match (self, endpoint) {
             (Handlers::Demo(h), EndpointId::DemoSearch) => {
-                h.search.as_ref().map(crate::sources::slot::Slot::meta)
+                h.search.as_ref().map(crate::slot::Slot::meta)
             }
             (Handlers::Demo(h), EndpointId::DemoItem) => {
-                h.item.as_ref().map(crate::sources::slot::Slot::meta)
+                h.item.as_ref().map(crate::slot::Slot::meta)
             }
             (Handlers::Demo(h), EndpointId::DemoEcho) => {
-                h.echo.as_ref().map(crate::sources::slot::Slot::meta)
+                h.echo.as_ref().map(crate::slot::Slot::meta)
             }
             _ => None,
         }
@@ -475,9 +475,9 @@ impl Handlers {
     /// Calls the handler of the request's endpoint; `None` when the source serves none.
     pub fn dispatch<'a>(
         &'a self,
-        ctx: &'a crate::sources::slot::Ctx<'a>,
+        ctx: &'a crate::slot::Ctx<'a>,
         request: &'a Request,
-    ) -> Option<crate::sources::slot::Call<'a>> {
+    ) -> Option<crate::slot::Call<'a>> {
         match (self, request) {
             (Handlers::Demo(h), Request::DemoSearch(r)) => {
                 h.search.as_ref().map(|s| s.call(ctx, r))

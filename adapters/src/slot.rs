@@ -2,9 +2,9 @@
 //! per endpoint, holding the function that serves it and what it needs. A source declares what it
 //! serves once, by filling slots; the generated `api::Handlers` reads every derived fact from them.
 
-pub use super::{BoxFuture, SourceError};
+pub use crate::error::SourceError;
 pub use crate::item::Page;
-pub use crate::upstream::Ctx;
+pub use crate::upstream::{BoxFuture, Ctx};
 
 /// What a handler returns: the page, once the upstream answered.
 pub type Call<'a> = BoxFuture<'a, Result<Page, SourceError>>;
@@ -75,7 +75,7 @@ impl<R: 'static> Slot<R> {
 /// A slot served by `async fn name(ctx: &Ctx<'_>, request: &TheRequest) -> Result<Page, SourceError>`.
 macro_rules! serve {
     ($handler:path) => {
-        $crate::sources::slot::Slot::new(|ctx, request| Box::pin($handler(ctx, request)))
+        $crate::slot::Slot::new(|ctx, request| Box::pin($handler(ctx, request)))
     };
 }
 pub(crate) use serve;
