@@ -22,14 +22,3 @@ pub mod upstream;
 pub mod api {
     include!(concat!(env!("OUT_DIR"), "/api.rs"));
 }
-
-/// The generator's small test catalogue, compiled here so that a change in the emitted Rust that
-/// does not compile fails `cargo test`.
-#[cfg(test)]
-#[allow(clippy::all, clippy::pedantic, dead_code)]
-mod mini_api {
-    include!(concat!(env!("OUT_DIR"), "/mini_api.rs"));
-}
-
-#[cfg(test)]
-mod mini_tests;

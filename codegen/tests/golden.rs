@@ -57,10 +57,20 @@ fn openapi_30_document() {
 
 #[test]
 fn typed_requests_source() {
-    // The same source is compiled and exercised in `adapters` (its `mini_api` test module).
+    // Compiled and exercised by the `golden-output` crate (`codegen/tests/output`).
     check_golden(
         "mini_api.rs",
         &codegen::adapters_source(&api()).expect("renders"),
+    );
+}
+
+/// The server's routes, typed operation inputs and embedded OpenAPI documents for the fixture,
+/// compiled and exercised by the `golden-output` crate (`codegen/tests/output`).
+#[test]
+fn server_routes_source() {
+    check_golden(
+        "mini_server.rs",
+        &codegen::server_source(&api()).expect("renders"),
     );
 }
 
