@@ -22,21 +22,73 @@ fn check_golden(name: &str, actual: &str) {
         return;
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    if expected != actual {
-        let first = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{} differs from the generator's output (first difference at line {}).\n\
-             If the change is intended, regenerate with:\n  \
-             UPDATE_GOLDEN=1 cargo test -p codegen --test golden\n\
-             expected: {:?}\n  actual: {:?}",
-            path.display(),
-            first + 1,
-            expected.lines().nth(first),
-            actual.lines().nth(first)
+    if let Some(problem) = difference(&path, &expected, actual) {
+        panic!("{problem}");
+    }
+}
+
+/// Why `actual` is not the committed `expected`, with the command that regenerates it.
+fn difference(path: &Path, expected: &str, actual: &str) -> Option<String> {
+    if expected == actual {
+        return None;
+    }
+    let first = expected
+        .lines()
+        .zip(actual.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or(expected.lines().count().min(actual.lines().count()));
+    Some(format!(
+        "{} differs from the generator's output (first difference at line {}).\n\
+         If the change is intended, regenerate with:\n  \
+         UPDATE_GOLDEN=1 cargo test -p codegen --test golden\n\
+         expected: {:?}\n  actual: {:?}",
+        path.display(),
+        first + 1,
+        expected.lines().nth(first),
+        actual.lines().nth(first)
+    ))
+}
+
+#[test]
+fn a_difference_names_the_line_and_the_regenerate_command() {
+    let path = Path::new("tests/golden/x.rs");
+    assert_eq!(difference(path, "a\nb\n", "a\nb\n"), None);
+    let message = difference(path, "a\nb\nc\n", "a\nB\nc\n").expect("differs");
+    assert!(message.contains("x.rs differs"), "{message}");
+    assert!(message.contains("first difference at line 2"), "{message}");
+    assert!(
+        message.contains("UPDATE_GOLDEN=1 cargo test -p codegen --test golden"),
+        "{message}"
+    );
+    assert!(message.contains(r#"expected: Some("b")"#), "{message}");
+    // Output that only grew is reported at the first line past the shorter one.
+    let message = difference(path, "a\n", "a\nb\n").expect("differs");
+    assert!(message.contains("at line 2"), "{message}");
+}
+
+/// Every committed Rust golden is compiled: the generated modules by the `golden-output` crate
+/// (`codegen/tests/output`), the violation rules by `adapters` (from the same emitter).
+#[test]
+fn every_rust_golden_is_compiled() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let lib = std::fs::read_to_string(dir.join("output/src/lib.rs")).expect("the golden crate");
+    let mut goldens: Vec<String> = std::fs::read_dir(dir.join("golden"))
+        .expect("the golden directory")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.ends_with(".rs"))
+        .collect();
+    goldens.sort();
+    assert_eq!(goldens, ["mini_api.rs", "mini_server.rs", "rule.rs"]);
+    for name in ["mini_api.rs", "mini_server.rs"] {
+        let include = format!("include!(\"../../golden/{name}\")");
+        assert!(
+            lib.contains(&include),
+            "{name} is not compiled: no `{include}` in the golden crate"
         );
     }
 }
