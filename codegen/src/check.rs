@@ -530,7 +530,15 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
                     .collect::<Vec<_>>()
             };
         let params = resolve_all(&mut d, &ep.params, "params");
-        let path_params = resolve_all(&mut d, &ep.path_params, "path_params");
+        // A path segment is never absent from a matched route, so its parameter is required by
+        // construction and the generated input types it as a plain value.
+        let path_params: Vec<ParamSpec> = resolve_all(&mut d, &ep.path_params, "path_params")
+            .into_iter()
+            .map(|p| ParamSpec {
+                required: true,
+                ..p
+            })
+            .collect();
         let body = ep.body.as_ref().map(|b| resolve_all(&mut d, b, "body"));
 
         let template: BTreeSet<String> = path

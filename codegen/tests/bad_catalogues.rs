@@ -418,3 +418,42 @@ fn rule_on_an_operation_names_body_fields() {
         ],
     );
 }
+
+#[test]
+fn path_segment_without_a_parameter() {
+    let yaml = broken("POST /v1/ping:", "POST /v1/ping/{id}:");
+    assert_problem(
+        &problems(&yaml),
+        &["/v1/ping/{id}", "path_params.id", "not declared"],
+    );
+}
+
+#[test]
+fn path_parameter_not_in_the_path() {
+    let yaml = broken(
+        "    handler: ping\n",
+        "    handler: ping\n    path_params:\n      kid: { grammar: slug }\n",
+    );
+    assert_problem(
+        &problems(&yaml),
+        &["/v1/ping", "path_params.kid", "not in the path"],
+    );
+}
+
+#[test]
+fn path_parameter_is_required_by_construction() {
+    // Declared without `required: true`, a path parameter still comes out required, so the
+    // generated input types it as a plain value (no `Option`, no `unwrap_or("")` in handlers).
+    let yaml = broken(
+        "  POST /v1/ping:\n    auth: none\n    handler: ping\n",
+        "  POST /v1/ping/{id}:\n    auth: none\n    handler: ping\n    path_params:\n      id: { grammar: slug }\n",
+    );
+    let api = codegen::load_str(&yaml).expect("a declared path parameter is valid");
+    let ping = api
+        .operations
+        .iter()
+        .find(|op| op.path == "/v1/ping/{id}")
+        .expect("the ping operation");
+    assert_eq!(ping.path_params.len(), 1);
+    assert!(ping.path_params[0].required);
+}
