@@ -219,6 +219,11 @@ pub mod demo {
 }
 /// `info.version` of the catalogue (the API version the document declares).
 pub const API_VERSION: &str = "0.0.1";
+/// `limits` of the catalogue.
+pub mod limits {
+    /// `limits.value_max_length`: the longest value a parameter without its own limit takes.
+    pub const VALUE_MAX_LENGTH: u32 = 64u32;
+}
 /// Every platform of the catalogue as (path segment, kind of platform), in catalogue order.
 pub static PLATFORMS: [(&str, &str); 1usize] = [("demo", "a demo platform")];
 /// Every platform endpoint of the catalogue.
