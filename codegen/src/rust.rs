@@ -154,7 +154,8 @@ fn field_reads(
                 Kind::Boolean => quote!(p.boolean(#name, #default)),
                 Kind::Choice { .. } => {
                     let ty = value_type(api, op, p, root);
-                    quote!(p.choice::<#ty>(#name, #default))
+                    let max_len = api.value_max_length;
+                    quote!(p.choice::<#ty>(#name, #max_len, #default))
                 }
             };
             if p.required {

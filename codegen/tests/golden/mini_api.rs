@@ -118,9 +118,11 @@ pub mod demo {
             );
             let v_query = p.text("query", 1u32, 64u32, None, None);
             let v_slug = p.text("slug", 1u32, 64u32, Some(&grammar::SLUG), None);
-            let v_sort = p.choice::<SearchSort>("sort", Some("new")).unwrap_or_default();
+            let v_sort = p
+                .choice::<SearchSort>("sort", 64u32, Some("new"))
+                .unwrap_or_default();
             let v_span = p
-                .choice::<super::Span>("span", Some("all"))
+                .choice::<super::Span>("span", 64u32, Some("all"))
                 .unwrap_or_default();
             let v_limit = p
                 .integer::<u32>("limit", 1i64, 10i64, Some("5"))
