@@ -685,7 +685,9 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
         }
     }
 
-    let billing = cat.billing.map(|b| check_billing(&mut d, b, &operations));
+    let billing = cat
+        .billing
+        .map(|b| check_billing(&mut d, b, &operations, &cat.schemas));
     if cat.limits.keys_per_account == Some(0) {
         d.at("limits", "keys_per_account", "must be at least 1");
     }
@@ -710,7 +712,12 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
 
 /// The spec sells exactly three packs, each cheaper per credit than the list price (so a discount
 /// is never negative), and the `plan` every operation accepts is exactly the pack ids.
-fn check_billing(d: &mut Diags, b: model::Billing, operations: &[Operation]) -> Billing {
+fn check_billing(
+    d: &mut Diags,
+    b: model::Billing,
+    operations: &[Operation],
+    schemas: &IndexMap<String, Value>,
+) -> Billing {
     if b.list_price_micro == 0 {
         d.at("billing", "list_price_micro", "must be positive");
     }
@@ -766,10 +773,45 @@ fn check_billing(d: &mut Diags, b: model::Billing, operations: &[Operation]) -> 
             }
         }
     }
+    // Response schemas are written as JSON Schema, so their plan enums are checked here too: the
+    // document cannot show a pack the server does not sell.
+    for (name, schema) in schemas {
+        let mut enums = Vec::new();
+        pack_enums(schema, &ids, &mut enums);
+        for values in enums {
+            if values.iter().map(String::as_str).ne(ids.iter().copied()) {
+                d.at(
+                    &format!("schema `{name}`"),
+                    "enum",
+                    format_args!("values {values:?} must be the pack ids {ids:?}, in order"),
+                );
+            }
+        }
+    }
     Billing {
         currency: b.currency,
         list_price_micro: b.list_price_micro,
         packs,
+    }
+}
+
+/// Every `enum` in `v` that names at least one pack id.
+fn pack_enums(v: &Value, ids: &[&str], out: &mut Vec<Vec<String>>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Array(values)) = m.get("enum") {
+                let values: Vec<String> = values
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect();
+                if values.iter().any(|x| ids.contains(&x.as_str())) {
+                    out.push(values);
+                }
+            }
+            m.values().for_each(|x| pack_enums(x, ids, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| pack_enums(x, ids, out)),
+        _ => {}
     }
 }
 

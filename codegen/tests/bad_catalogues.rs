@@ -537,3 +537,14 @@ fn keys_per_account_of_zero() {
         &["limits", "keys_per_account", "at least 1"],
     );
 }
+
+#[test]
+fn schema_plan_enum_that_is_not_the_pack_ids() {
+    let yaml = with_billing(THREE_PACKS, None).replacen(
+        "  Pong: { type: object, required: [ok], properties: { ok: { const: true } } }",
+        "  Pong: { type: object, required: [ok], properties: { ok: { const: true }, plan: { enum: [a, b] } } }",
+        1,
+    );
+    assert!(yaml.contains("enum: [a, b]"), "fixture changed");
+    assert_problem(&problems(&yaml), &["schema `Pong`", "enum", "pack ids"]);
+}
