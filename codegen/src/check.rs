@@ -26,12 +26,29 @@ pub const PARSERS: &[(&str, &str)] = &[
 pub struct Api {
     pub info: model::Info,
     pub value_max_length: u32,
+    pub keys_per_account: Option<u32>,
+    pub billing: Option<Billing>,
     pub errors: Vec<ErrorCode>,
     pub platforms: Vec<(String, String)>,
     pub enums: Vec<SharedEnum>,
     pub grammars: Vec<GrammarSpec>,
     pub schemas: IndexMap<String, Value>,
     pub operations: Vec<Operation>,
+}
+
+/// Checked billing data: the packs in catalogue order.
+#[derive(Debug)]
+pub struct Billing {
+    pub currency: String,
+    pub list_price_micro: u64,
+    pub packs: Vec<Pack>,
+}
+
+#[derive(Debug)]
+pub struct Pack {
+    pub id: String,
+    pub credits: u64,
+    pub price_cents: u64,
 }
 
 #[derive(Debug)]
@@ -530,7 +547,15 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
                     .collect::<Vec<_>>()
             };
         let params = resolve_all(&mut d, &ep.params, "params");
-        let path_params = resolve_all(&mut d, &ep.path_params, "path_params");
+        // A path segment is never absent from a matched route, so its parameter is required by
+        // construction and the generated input types it as a plain value.
+        let path_params: Vec<ParamSpec> = resolve_all(&mut d, &ep.path_params, "path_params")
+            .into_iter()
+            .map(|p| ParamSpec {
+                required: true,
+                ..p
+            })
+            .collect();
         let body = ep.body.as_ref().map(|b| resolve_all(&mut d, b, "body"));
 
         let template: BTreeSet<String> = path
@@ -660,10 +685,19 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
         }
     }
 
+    let billing = cat
+        .billing
+        .map(|b| check_billing(&mut d, b, &operations, &cat.schemas));
+    if cat.limits.keys_per_account == Some(0) {
+        d.at("limits", "keys_per_account", "must be at least 1");
+    }
+
     if d.0.is_empty() {
         Ok(Api {
             info: cat.info,
             value_max_length: max_default,
+            keys_per_account: cat.limits.keys_per_account,
+            billing,
             errors,
             platforms: cat.platforms.into_iter().collect(),
             enums,
@@ -673,6 +707,111 @@ pub fn check(cat: model::Catalogue) -> Result<Api, Vec<String>> {
         })
     } else {
         Err(d.0)
+    }
+}
+
+/// The spec sells exactly three packs, each cheaper per credit than the list price (so a discount
+/// is never negative), and the `plan` every operation accepts is exactly the pack ids.
+fn check_billing(
+    d: &mut Diags,
+    b: model::Billing,
+    operations: &[Operation],
+    schemas: &IndexMap<String, Value>,
+) -> Billing {
+    if b.list_price_micro == 0 {
+        d.at("billing", "list_price_micro", "must be positive");
+    }
+    if b.packs.len() != 3 {
+        d.at(
+            "billing",
+            "packs",
+            format_args!("must declare exactly three packs (got {})", b.packs.len()),
+        );
+    }
+    let mut packs = Vec::new();
+    for (id, p) in b.packs {
+        let field = |f: &str| format!("packs.{id}.{f}");
+        if p.credits == 0 {
+            d.at("billing", &field("credits"), "must be positive");
+        }
+        if p.price_cents == 0 {
+            d.at("billing", &field("price_cents"), "must be positive");
+        }
+        // price per credit in micro units = price_cents * 10_000 / credits
+        if p.credits > 0
+            && u128::from(p.price_cents) * 10_000
+                > u128::from(b.list_price_micro) * u128::from(p.credits)
+        {
+            d.at(
+                "billing",
+                &field("price_cents"),
+                "costs more per credit than list_price_micro",
+            );
+        }
+        packs.push(Pack {
+            id,
+            credits: p.credits,
+            price_cents: p.price_cents,
+        });
+    }
+    let ids: Vec<&str> = packs.iter().map(|p| p.id.as_str()).collect();
+    for op in operations {
+        let fields = op
+            .path_params
+            .iter()
+            .chain(op.params.iter())
+            .chain(op.body.iter().flatten());
+        for p in fields.filter(|p| p.name == "plan") {
+            if let Kind::Choice { values, .. } = &p.kind
+                && values.iter().map(String::as_str).ne(ids.iter().copied())
+            {
+                d.at(
+                    &format!("endpoint {}", op.path),
+                    "plan",
+                    format_args!("values {values:?} must be the pack ids {ids:?}, in order"),
+                );
+            }
+        }
+    }
+    // Response schemas are written as JSON Schema, so their plan enums are checked here too: the
+    // document cannot show a pack the server does not sell.
+    for (name, schema) in schemas {
+        let mut enums = Vec::new();
+        pack_enums(schema, &ids, &mut enums);
+        for values in enums {
+            if values.iter().map(String::as_str).ne(ids.iter().copied()) {
+                d.at(
+                    &format!("schema `{name}`"),
+                    "enum",
+                    format_args!("values {values:?} must be the pack ids {ids:?}, in order"),
+                );
+            }
+        }
+    }
+    Billing {
+        currency: b.currency,
+        list_price_micro: b.list_price_micro,
+        packs,
+    }
+}
+
+/// Every `enum` in `v` that names at least one pack id.
+fn pack_enums(v: &Value, ids: &[&str], out: &mut Vec<Vec<String>>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Array(values)) = m.get("enum") {
+                let values: Vec<String> = values
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect();
+                if values.iter().any(|x| ids.contains(&x.as_str())) {
+                    out.push(values);
+                }
+            }
+            m.values().for_each(|x| pack_enums(x, ids, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| pack_enums(x, ids, out)),
+        _ => {}
     }
 }
 

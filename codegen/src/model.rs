@@ -50,6 +50,10 @@ where
 pub struct Catalogue {
     pub info: Info,
     pub limits: Limits,
+    /// Credit packs and list price; optional so a catalogue without billing (the test fixture)
+    /// stays valid.
+    #[serde(default)]
+    pub billing: Option<Billing>,
     #[serde(deserialize_with = "unique")]
     pub errors: IndexMap<String, ErrorDef>,
     pub platform_errors: Vec<String>,
@@ -78,6 +82,27 @@ pub struct Info {
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     pub value_max_length: u32,
+    /// Active keys one account may hold; optional for catalogues without accounts.
+    #[serde(default)]
+    pub keys_per_account: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Billing {
+    pub currency: String,
+    /// Price of one credit bought outside a pack, in millionths of the currency unit.
+    pub list_price_micro: u64,
+    #[serde(deserialize_with = "unique")]
+    pub packs: IndexMap<String, PackDef>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackDef {
+    pub credits: u64,
+    /// Price in hundredths of the currency unit.
+    pub price_cents: u64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -154,7 +154,8 @@ fn field_reads(
                 Kind::Boolean => quote!(p.boolean(#name, #default)),
                 Kind::Choice { .. } => {
                     let ty = value_type(api, op, p, root);
-                    quote!(p.choice::<#ty>(#name, #default))
+                    let max_len = api.value_max_length;
+                    quote!(p.choice::<#ty>(#name, #max_len, #default))
                 }
             };
             if p.required {
@@ -187,6 +188,54 @@ fn struct_fields(
             }
         })
         .collect()
+}
+
+/// The catalogue's `limits` and `billing`, declared once there and read by the request runtime,
+/// the accounts code and the billing code.
+fn constants(api: &Api) -> TokenStream {
+    let value_max = api.value_max_length;
+    let keys = api.keys_per_account.map(|n| {
+        quote! {
+            /// `limits.keys_per_account`: active keys one account may hold.
+            pub const KEYS_PER_ACCOUNT: u32 = #n;
+        }
+    });
+    let billing = api.billing.as_ref().map(|b| {
+        let currency = &b.currency;
+        let list = b.list_price_micro;
+        let n = b.packs.len();
+        let packs = b.packs.iter().map(|p| {
+            let (id, credits, price) = (&p.id, p.credits, p.price_cents);
+            quote!(Pack { id: #id, credits: #credits, price_cents: #price })
+        });
+        quote! {
+            /// A credit pack of `billing.packs`.
+            #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+            pub struct Pack {
+                pub id: &'static str,
+                pub credits: u64,
+                /// Price in hundredths of `CURRENCY`.
+                pub price_cents: u64,
+            }
+
+            /// `billing.currency`.
+            pub const CURRENCY: &str = #currency;
+            /// `billing.list_price_micro`: one credit at list price, in millionths of `CURRENCY`.
+            pub const LIST_PRICE_MICRO: u64 = #list;
+            /// `billing.packs`, in catalogue order.
+            pub const PACKS: [Pack; #n] = [#(#packs),*];
+        }
+    });
+    quote! {
+        /// `limits` of the catalogue.
+        pub mod limits {
+            /// `limits.value_max_length`: the longest value a parameter without its own limit takes.
+            pub const VALUE_MAX_LENGTH: u32 = #value_max;
+            #keys
+        }
+
+        #billing
+    }
 }
 
 fn param_doc(p: &ParamSpec) -> String {
@@ -460,6 +509,7 @@ pub fn typed_requests(api: &Api) -> TokenStream {
     let platform_kinds = api.platforms.iter().map(|(_, k)| k.as_str());
     let indices = 0..variants.len();
     let count = variants.len();
+    let constants = constants(api);
 
     quote! {
         use crate::request::Violations;
@@ -470,6 +520,8 @@ pub fn typed_requests(api: &Api) -> TokenStream {
 
         /// `info.version` of the catalogue (the API version the document declares).
         pub const API_VERSION: &str = #api_version;
+
+        #constants
 
         /// Every platform of the catalogue as (path segment, kind of platform), in catalogue order.
         pub static PLATFORMS: [(&str, &str); #n_platforms] = [#((#platform_names, #platform_kinds)),*];

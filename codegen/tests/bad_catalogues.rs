@@ -418,3 +418,133 @@ fn rule_on_an_operation_names_body_fields() {
         ],
     );
 }
+
+#[test]
+fn path_segment_without_a_parameter() {
+    let yaml = broken("POST /v1/ping:", "POST /v1/ping/{id}:");
+    assert_problem(
+        &problems(&yaml),
+        &["/v1/ping/{id}", "path_params.id", "not declared"],
+    );
+}
+
+#[test]
+fn path_parameter_not_in_the_path() {
+    let yaml = broken(
+        "    handler: ping\n",
+        "    handler: ping\n    path_params:\n      kid: { grammar: slug }\n",
+    );
+    assert_problem(
+        &problems(&yaml),
+        &["/v1/ping", "path_params.kid", "not in the path"],
+    );
+}
+
+#[test]
+fn path_parameter_is_required_by_construction() {
+    // Declared without `required: true`, a path parameter still comes out required, so the
+    // generated input types it as a plain value (no `Option`, no `unwrap_or("")` in handlers).
+    let yaml = broken(
+        "  POST /v1/ping:\n    auth: none\n    handler: ping\n",
+        "  POST /v1/ping/{id}:\n    auth: none\n    handler: ping\n    path_params:\n      id: { grammar: slug }\n",
+    );
+    let api = codegen::load_str(&yaml).expect("a declared path parameter is valid");
+    let ping = api
+        .operations
+        .iter()
+        .find(|op| op.path == "/v1/ping/{id}")
+        .expect("the ping operation");
+    assert_eq!(ping.path_params.len(), 1);
+    assert!(ping.path_params[0].required);
+}
+
+/// The fixture with a `billing` section (and a `plan` on ping when `plan` is given).
+fn with_billing(packs: &str, plan: Option<&str>) -> String {
+    let yaml = broken(
+        "limits: { value_max_length: 64 }\n",
+        &format!(
+            "limits: {{ value_max_length: 64, keys_per_account: 3 }}\n\
+             billing:\n  currency: USD\n  list_price_micro: 4000\n  packs:\n{packs}"
+        ),
+    );
+    match plan {
+        None => yaml,
+        Some(values) => yaml.replacen(
+            "    body:\n      word: { required: true, grammar: slug }\n    response: Pong",
+            &format!(
+                "    body:\n      word: {{ required: true, grammar: slug }}\n      plan: {{ enum: {values} }}\n    response: Pong"
+            ),
+            1,
+        ),
+    }
+}
+
+const THREE_PACKS: &str = "    a: { credits: 100, price_cents: 30 }\n    b: { credits: 200, price_cents: 50 }\n    c: { credits: 300, price_cents: 60 }\n";
+
+#[test]
+fn billing_that_is_valid_loads_with_its_constants() {
+    let api = codegen::load_str(&with_billing(THREE_PACKS, Some("[a, b, c]"))).expect("valid");
+    assert_eq!(api.keys_per_account, Some(3));
+    let billing = api.billing.expect("billing");
+    let ids: Vec<&str> = billing.packs.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    assert_eq!(billing.list_price_micro, 4000);
+}
+
+#[test]
+fn billing_without_three_packs() {
+    let yaml = with_billing("    a: { credits: 100, price_cents: 30 }\n", None);
+    assert_problem(&problems(&yaml), &["billing", "packs", "exactly three"]);
+}
+
+#[test]
+fn pack_without_a_price() {
+    let yaml = with_billing(
+        &THREE_PACKS.replace("price_cents: 50", "price_cents: 0"),
+        None,
+    );
+    assert_problem(
+        &problems(&yaml),
+        &["billing", "packs.b.price_cents", "must be positive"],
+    );
+}
+
+#[test]
+fn pack_dearer_than_the_list_price() {
+    // 100 credits at the list price of 0.004 cost 40 cents; 41 is a negative discount.
+    let yaml = with_billing(
+        &THREE_PACKS.replace("price_cents: 30", "price_cents: 41"),
+        None,
+    );
+    assert_problem(
+        &problems(&yaml),
+        &["billing", "packs.a.price_cents", "list_price_micro"],
+    );
+}
+
+#[test]
+fn plan_values_that_are_not_the_pack_ids() {
+    let yaml = with_billing(THREE_PACKS, Some("[a, b, d]"));
+    assert_problem(&problems(&yaml), &["/v1/ping", "plan", "pack ids"]);
+}
+
+#[test]
+fn keys_per_account_of_zero() {
+    let yaml =
+        with_billing(THREE_PACKS, None).replace("keys_per_account: 3", "keys_per_account: 0");
+    assert_problem(
+        &problems(&yaml),
+        &["limits", "keys_per_account", "at least 1"],
+    );
+}
+
+#[test]
+fn schema_plan_enum_that_is_not_the_pack_ids() {
+    let yaml = with_billing(THREE_PACKS, None).replacen(
+        "  Pong: { type: object, required: [ok], properties: { ok: { const: true } } }",
+        "  Pong: { type: object, required: [ok], properties: { ok: { const: true }, plan: { enum: [a, b] } } }",
+        1,
+    );
+    assert!(yaml.contains("enum: [a, b]"), "fixture changed");
+    assert_problem(&problems(&yaml), &["schema `Pong`", "enum", "pack ids"]);
+}

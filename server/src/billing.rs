@@ -1,57 +1,52 @@
 //! Credit packs (spec section 2.4): the only amounts that can be bought.
 
-/// List price of one credit, in units of 0.00001 USD.
-pub const LIST_PRICE_PER_CREDIT_E5: u64 = 400;
+pub use adapters::api::{CURRENCY, LIST_PRICE_MICRO, PACKS, Pack};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pack {
-    pub id: &'static str,
-    pub credits: u64,
-    /// Price in US cents.
-    pub price_cents: u64,
+/// List price of one credit, in units of 0.00001 USD (the precision of `price_per_credit`).
+pub const LIST_PRICE_PER_CREDIT_E5: u64 = LIST_PRICE_MICRO / 10;
+
+/// The list price as the plans body shows it, `0.004`: micro units without trailing zeros.
+pub fn list_price_per_credit() -> String {
+    let text = format!(
+        "{}.{:06}",
+        LIST_PRICE_MICRO / 1_000_000,
+        LIST_PRICE_MICRO % 1_000_000
+    );
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-pub const PACKS: [Pack; 3] = [
-    Pack {
-        id: "starter",
-        credits: 5_000,
-        price_cents: 1_900,
-    },
-    Pack {
-        id: "growth",
-        credits: 25_000,
-        price_cents: 6_500,
-    },
-    Pack {
-        id: "pro",
-        credits: 150_000,
-        price_cents: 31_500,
-    },
-];
+/// Pricing derived from a pack's catalogue data.
+pub trait Pricing: Sized {
+    fn by_id(id: &str) -> Option<Self>;
+    fn price(self) -> String;
+    fn price_per_credit(self) -> String;
+    fn discount_percent(self) -> u64;
+}
 
-impl Pack {
-    pub fn by_id(id: &str) -> Option<Pack> {
+fn price_per_credit_e5(p: Pack) -> u64 {
+    p.price_cents * 1_000 / p.credits
+}
+
+impl Pricing for Pack {
+    fn by_id(id: &str) -> Option<Pack> {
         PACKS.iter().copied().find(|p| p.id == id)
     }
 
     /// `19.00`
-    pub fn price(self) -> String {
+    fn price(self) -> String {
         format!("{}.{:02}", self.price_cents / 100, self.price_cents % 100)
     }
 
-    fn price_per_credit_e5(self) -> u64 {
-        self.price_cents * 1_000 / self.credits
-    }
-
     /// `0.00380`
-    pub fn price_per_credit(self) -> String {
-        let e5 = self.price_per_credit_e5();
+    fn price_per_credit(self) -> String {
+        let e5 = price_per_credit_e5(self);
         format!("{}.{:05}", e5 / 100_000, e5 % 100_000)
     }
 
-    /// Discount against the list price, rounded half up to a whole percent.
-    pub fn discount_percent(self) -> u64 {
-        let off = LIST_PRICE_PER_CREDIT_E5 - self.price_per_credit_e5();
+    /// Discount against the list price, rounded half up to a whole percent (the generator
+    /// refuses a pack dearer per credit than the list price, so this cannot underflow).
+    fn discount_percent(self) -> u64 {
+        let off = LIST_PRICE_PER_CREDIT_E5 - price_per_credit_e5(self);
         (off * 100 + LIST_PRICE_PER_CREDIT_E5 / 2) / LIST_PRICE_PER_CREDIT_E5
     }
 }
@@ -82,5 +77,8 @@ mod tests {
                 ("pro", 150_000, "315.00".into(), "0.00210".into(), 48),
             ]
         );
+        assert_eq!(list_price_per_credit(), "0.004");
+        assert_eq!(Pack::by_id("growth").map(|p| p.credits), Some(25_000));
+        assert_eq!(Pack::by_id("enterprise"), None);
     }
 }

@@ -155,6 +155,10 @@ impl fmt::Debug for Grammar {
 }
 
 /// A generated enum of allowed string values.
+/// The longest text read as an integer: ample for any `i64` with leading zeros, and short enough
+/// that a pasted blob is refused as too long before it is parsed.
+const NUMBER_MAX_LENGTH: u32 = 32;
+
 pub trait Choice: Copy + Sized + 'static {
     const VALUES: &'static [&'static str];
     fn from_index(i: usize) -> Self;
@@ -570,7 +574,8 @@ impl<'a> Params<'a> {
         max: i64,
         default: Option<&'static str>,
     ) -> Option<T> {
-        let value = self.checked_value(name, 1, 32, None, default, Some("a number"))?;
+        let value =
+            self.checked_value(name, 1, NUMBER_MAX_LENGTH, None, default, Some("a number"))?;
         let digits = value.strip_prefix('-').unwrap_or(&value);
         let got = echo(&value);
         if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -606,7 +611,9 @@ impl<'a> Params<'a> {
     }
 
     pub fn boolean(&mut self, name: &'static str, default: Option<&'static str>) -> Option<bool> {
-        let value = self.checked_value(name, 1, 5, None, default, Some("a boolean"))?;
+        // `false` is the longest value a boolean takes.
+        let longest = "false".len() as u32;
+        let value = self.checked_value(name, 1, longest, None, default, Some("a boolean"))?;
         match value.as_ref() {
             "true" => Some(true),
             "false" => Some(false),
@@ -622,13 +629,16 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// `value_max_length` is the catalogue's `limits.value_max_length` (the generator passes it):
+    /// a longer value is a length violation, a shorter unknown one is "not one of".
     pub fn choice<C: Choice>(
         &mut self,
         name: &'static str,
+        value_max_length: u32,
         default: Option<&'static str>,
     ) -> Option<C> {
         let max = C::VALUES.iter().map(|v| v.len()).max().unwrap_or(1).max(1) as u32;
-        let value = self.checked_text(name, 1, max.max(512), None, default)?;
+        let value = self.checked_text(name, 1, max.max(value_max_length), None, default)?;
         match C::VALUES.iter().position(|v| *v == value) {
             Some(i) => Some(C::from_index(i)),
             None => {

@@ -118,9 +118,11 @@ pub mod demo {
             );
             let v_query = p.text("query", 1u32, 64u32, None, None);
             let v_slug = p.text("slug", 1u32, 64u32, Some(&grammar::SLUG), None);
-            let v_sort = p.choice::<SearchSort>("sort", Some("new")).unwrap_or_default();
+            let v_sort = p
+                .choice::<SearchSort>("sort", 64u32, Some("new"))
+                .unwrap_or_default();
             let v_span = p
-                .choice::<super::Span>("span", Some("all"))
+                .choice::<super::Span>("span", 64u32, Some("all"))
                 .unwrap_or_default();
             let v_limit = p
                 .integer::<u32>("limit", 1i64, 10i64, Some("5"))
@@ -219,6 +221,11 @@ pub mod demo {
 }
 /// `info.version` of the catalogue (the API version the document declares).
 pub const API_VERSION: &str = "0.0.1";
+/// `limits` of the catalogue.
+pub mod limits {
+    /// `limits.value_max_length`: the longest value a parameter without its own limit takes.
+    pub const VALUE_MAX_LENGTH: u32 = 64u32;
+}
 /// Every platform of the catalogue as (path segment, kind of platform), in catalogue order.
 pub static PLATFORMS: [(&str, &str); 1usize] = [("demo", "a demo platform")];
 /// Every platform endpoint of the catalogue.

@@ -9,7 +9,7 @@ use super::{Accounts, AccountsError, AccountsResult, secrets};
 use crate::db::{Db, DbResult, WriteTx, now};
 
 /// Keys per account (spec section 8).
-pub const MAX_KEYS: i64 = 10;
+pub const MAX_KEYS: i64 = adapters::api::limits::KEYS_PER_ACCOUNT as i64;
 /// How long a key look-up is trusted without the database. Revocation and rotation in this process
 /// drop the entry at once; the time bounds what another process's change takes to be seen.
 const KEY_CACHE_TTL: Duration = Duration::from_secs(10);

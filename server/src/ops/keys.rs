@@ -113,11 +113,10 @@ pub async fn keys_create(state: AppState, caller: Caller, input: KeysCreateInput
 
 pub async fn keys_revoke(state: AppState, caller: Caller, input: KeysRevokeInput) -> ApiResult {
     let s = otp_session(caller)?;
-    let kid = input.kid.as_deref().unwrap_or("");
-    state.accounts.revoke_key(&s.account_id, kid).await?;
+    state.accounts.revoke_key(&s.account_id, &input.kid).await?;
     Ok(Json(RevokedBody {
         ok: true,
-        id: kid,
+        id: &input.kid,
         revoked: true,
     })
     .into_response())
@@ -125,9 +124,6 @@ pub async fn keys_revoke(state: AppState, caller: Caller, input: KeysRevokeInput
 
 pub async fn keys_rotate(state: AppState, caller: Caller, input: KeysRotateInput) -> ApiResult {
     let s = otp_session(caller)?;
-    let key = state
-        .accounts
-        .rotate_key(&s.account_id, input.kid.as_deref().unwrap_or(""))
-        .await?;
+    let key = state.accounts.rotate_key(&s.account_id, &input.kid).await?;
     Ok(Json(NewKeyBody::from(key)).into_response())
 }

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use crate::AppState;
 use crate::api::inputs::*;
 use crate::auth::Caller;
-use crate::billing::PACKS;
+use crate::billing::{CURRENCY, PACKS, Pricing, list_price_per_credit};
 use crate::error::{ApiError, ApiResult};
 
 mod account;
@@ -70,7 +70,7 @@ struct CheckoutHowTo {
 struct PlansBody {
     ok: bool,
     currency: &'static str,
-    list_price_per_credit: &'static str,
+    list_price_per_credit: String,
     plans: Vec<PlanBody>,
     checkout: CheckoutHowTo,
 }
@@ -92,13 +92,13 @@ fn plans_body() -> PlansBody {
         .collect();
     PlansBody {
         ok: true,
-        currency: "USD",
-        list_price_per_credit: "0.004",
+        currency: CURRENCY,
+        list_price_per_credit: list_price_per_credit(),
         plans,
         checkout: CheckoutHowTo {
             method: "POST",
             path: "/v1/checkout",
-            body: CheckoutExample { plan: "starter" },
+            body: CheckoutExample { plan: PACKS[0].id },
             instructions: "POST /v1/checkout with your API key (x-api-key) or dashboard session and the plan id; \
                 open the returned pay_url in a browser to pay. Credits land within seconds of payment: watch \
                 credits_remaining or GET /v1/credits/balance. All sales are final; unused credits never expire.",
@@ -168,5 +168,58 @@ mod tests {
         let after = serde_json::to_value(plans_body()).expect("serialize");
         assert_eq!(after, before);
         assert_eq!(after.to_string(), before.to_string(), "same key order");
+    }
+
+    /// Every `enum` in `v` that names a pack, wherever it sits in the document.
+    fn plan_enums(v: &serde_json::Value, out: &mut Vec<Vec<String>>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(serde_json::Value::Array(values)) = m.get("enum")
+                    && values.iter().any(|x| x == PACKS[0].id)
+                {
+                    out.push(
+                        values
+                            .iter()
+                            .filter_map(|x| x.as_str().map(str::to_string))
+                            .collect(),
+                    );
+                }
+                m.values().for_each(|x| plan_enums(x, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| plan_enums(x, out)),
+            _ => {}
+        }
+    }
+
+    /// The OpenAPI document shows the numbers the server uses: every plan enum is the pack ids the
+    /// plans body lists, and the key list states the keys-per-account limit the accounts code
+    /// enforces.
+    #[test]
+    fn openapi_document_agrees_with_the_server() {
+        let doc: serde_json::Value =
+            serde_json::from_str(crate::api::OPENAPI_JSON).expect("document parses");
+        let body = serde_json::to_value(plans_body()).expect("serialize");
+        let ids: Vec<String> = body["plans"]
+            .as_array()
+            .expect("plans")
+            .iter()
+            .map(|p| p["id"].as_str().expect("id").to_string())
+            .collect();
+        assert_eq!(ids.len(), 3);
+        let mut enums = Vec::new();
+        plan_enums(&doc, &mut enums);
+        // Plan.id, the checkout body and two order schemas at least.
+        assert!(enums.len() >= 4, "plan enums found: {enums:?}");
+        for e in &enums {
+            assert_eq!(e, &ids);
+        }
+        let key_list = doc["components"]["schemas"]["KeyList"]["description"]
+            .as_str()
+            .expect("KeyList description");
+        let max = crate::accounts::MAX_KEYS;
+        assert!(
+            key_list.contains(&format!("at most {max})")),
+            "{key_list:?} does not state {max}"
+        );
     }
 }

@@ -67,6 +67,16 @@ fn each_rule_is_reported_against_its_parameter() {
         rules(&format!("query={}", "q".repeat(65))),
         p("query", "max_length")
     );
+    // A choice takes the catalogue's `limits.value_max_length` (64 in the fixture), not a literal:
+    // 64 characters is an unknown value, 65 is too long.
+    assert_eq!(
+        rules(&format!("query=a&sort={}", "s".repeat(64))),
+        p("sort", "enum")
+    );
+    assert_eq!(
+        rules(&format!("query=a&sort={}", "s".repeat(65))),
+        p("sort", "max_length")
+    );
     assert_eq!(rules("query=a&query=b"), p("query", "repeated"));
     assert_eq!(rules("query=a&nope=1"), p("nope", "unknown_parameter"));
     assert_eq!(rules("query="), p("query", "empty"));
