@@ -116,8 +116,9 @@ async fn by_session(state: &AppState, headers: &HeaderMap) -> ApiResult<Caller> 
 /// The id the operator's requests are rate-limited under (no key id has a colon).
 const OWNER_LIMIT_ID: &str = "operator:owner-key";
 
-/// The operator (`x-owner-key`). Every attempt counts against the operator's rate, failed ones
-/// too, so the key cannot be guessed fast.
+/// The operator (`x-owner-key`). The operator's own requests count against the operator's rate;
+/// a wrong key counts against the rate of the client network that sent it, so the key cannot be
+/// guessed fast, and a stranger's guesses cannot use up the operator's rate.
 fn by_owner_key(state: &AppState, headers: &HeaderMap) -> ApiResult<Caller> {
     let refused =
         || unauthorized("this operation needs the operator's key in the x-owner-key header");
@@ -126,20 +127,30 @@ fn by_owner_key(state: &AppState, headers: &HeaderMap) -> ApiResult<Caller> {
         Credential::Unreadable => None,
         Credential::Given(raw) => Some(raw),
     };
-    if let Err(secs) = state.accounts.limits.check_rate(OWNER_LIMIT_ID) {
+    let expected = state.config.owner_key.as_deref().filter(|k| !k.is_empty());
+    let right = match (expected, &got) {
+        (Some(want), Some(got)) => crate::accounts::secrets::same_hash(
+            &crate::accounts::secrets::token_hash(want),
+            &crate::accounts::secrets::token_hash(got),
+        ),
+        _ => false,
+    };
+    let bucket = if right {
+        OWNER_LIMIT_ID.to_string()
+    } else {
+        let client = crate::http::current().map(|c| c.client).unwrap_or_default();
+        format!(
+            "operator-guess:{}",
+            crate::accounts::caps::client_network(&client)
+        )
+    };
+    if let Err(secs) = state.accounts.limits.check_rate(&bucket) {
         return Err(crate::platform::rate_limited(secs));
     }
-    let expected = state.config.owner_key.as_deref().filter(|k| !k.is_empty());
-    match (expected, got) {
-        (Some(want), Some(got))
-            if crate::accounts::secrets::same_hash(
-                &crate::accounts::secrets::token_hash(want),
-                &crate::accounts::secrets::token_hash(&got),
-            ) =>
-        {
-            Ok(Caller::Owner)
-        }
-        _ => Err(refused()),
+    if right {
+        Ok(Caller::Owner)
+    } else {
+        Err(refused())
     }
 }
 

@@ -60,7 +60,8 @@ impl Http {
     /// The client for operator-configured upstreams. The configured hosts (`trusted`) are reached
     /// as configured; a redirect is followed only over http(s), at most [`MAX_REDIRECTS`] hops, and
     /// only to a host the SSRF guard accepts (an address literal is judged by the policy, a name
-    /// by the resolver, which vets every name but the configured ones).
+    /// by the resolver, which vets every name but the configured ones). No proxy from the
+    /// environment: a proxy would resolve redirect targets itself, past the guard.
     pub fn new(guard: Arc<guard::HostGuard>, trusted: Vec<String>) -> Result<Self, String> {
         let policy_guard = guard.clone();
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
@@ -71,6 +72,7 @@ impl Http {
         });
         let client = Http::builder()
             .redirect(policy)
+            .no_proxy()
             .dns_resolver(guard::TrustingResolver::new(guard, trusted))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;

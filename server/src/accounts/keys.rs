@@ -32,11 +32,20 @@ pub struct KeyView {
     pub last_used_at: Option<i64>,
 }
 
-/// A key just made: its plaintext, shown this once, and its listing.
-#[derive(Debug, Clone)]
+/// A key just made: its plaintext, shown this once, and its listing. `Debug` never shows the key.
+#[derive(Clone)]
 pub struct NewKey {
     pub key: String,
     pub view: KeyView,
+}
+
+impl std::fmt::Debug for NewKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewKey")
+            .field("key", &"<redacted>")
+            .field("view", &self.view)
+            .finish()
+    }
 }
 
 /// id, name, prefix, created_at, last_used_at

@@ -37,11 +37,22 @@ pub struct SessionInfo {
 }
 
 /// A session just opened from a link: its token (shown this once), kind and end (unix seconds).
-#[derive(Debug, Clone)]
+/// `Debug` never shows the token.
+#[derive(Clone)]
 pub struct OpenedSession {
     pub token: String,
     pub kind: SessionKind,
     pub expires_at: i64,
+}
+
+impl std::fmt::Debug for OpenedSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedSession")
+            .field("token", &"<redacted>")
+            .field("kind", &self.kind)
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
 }
 
 impl Accounts {
